@@ -1,0 +1,24 @@
+"""The operator library: every op declared once, by what it computes."""
+
+from __future__ import annotations
+
+from types import MappingProxyType, ModuleType
+
+from stratagem.tdl.library import sketch
+from stratagem.tdl.trace import OpDef
+
+_MODULES: tuple[ModuleType, ...] = (sketch,)
+
+
+def _collect(modules: tuple[ModuleType, ...]) -> dict[str, OpDef]:
+    found: dict[str, OpDef] = {}
+    for module in modules:
+        for value in vars(module).values():
+            if isinstance(value, OpDef):
+                if value.name in found and found[value.name] is not value:
+                    raise RuntimeError(f"op {value.name!r} declared twice")
+                found[value.name] = value
+    return dict(sorted(found.items()))
+
+
+LIBRARY = MappingProxyType(_collect(_MODULES))
