@@ -16,7 +16,8 @@ from stratagem.ir.tensor import Role, TensorSpec
 
 @dataclass(frozen=True)
 class Op:
-    """One operator: `kind` names its TDL description (or "opaque"), `module` the nn.Module it came from."""
+    """One operator: `kind` names its TDL description (or "opaque"), `module` the nn.Module it came
+    from, `saved` the tensors autograd keeps for its backward (recorded at capture)."""
 
     name: str
     kind: str
@@ -24,10 +25,13 @@ class Op:
     outputs: tuple[str, ...]
     attrs: Attrs = field(default_factory=Attrs)
     module: str = ""
+    saved: tuple[str, ...] | None = None   # tensors autograd keeps for backward (None: unknown)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "inputs", tuple(self.inputs))
         object.__setattr__(self, "outputs", tuple(self.outputs))
+        if self.saved is not None:
+            object.__setattr__(self, "saved", tuple(self.saved))
         if not isinstance(self.attrs, Attrs):
             object.__setattr__(self, "attrs", Attrs(self.attrs))
 

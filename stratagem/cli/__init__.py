@@ -1,0 +1,58 @@
+"""`stratagem` command line: one module per command under stratagem.cli, imported on use."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from stratagem.errors import StratagemError
+
+# command name -> (module under stratagem.cli, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "models": ("models", "list the model zoo"),
+    "clusters": ("clusters", "list cluster presets"),
+    "ops": ("ops", "list the TDL operator library with derived splits"),
+    "plan": ("plan", "find a strategy for a model on a cluster"),
+    "frontier": ("frontier", "the time / peak-memory frontier of a model on a cluster"),
+    "simulate": ("simulate", "simulate a plan file"),
+    "explain": ("explain", "per-op configuration, time, memory and communication of a plan"),
+    "diff": ("diff", "compare two plans"),
+    "run": ("run", "run a plan on torch.distributed"),
+    "validate": ("validate", "measured against predicted time and memory of a plan"),
+    "profile": ("profile", "measure op times or collective bandwidths on this machine"),
+    "reproduce": ("reproduce", "regenerate the papers' figures on simulated clusters"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="stratagem", description=__doc__.split(":")[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_text) in COMMANDS.items():
+        try:
+            mod = importlib.import_module(f"stratagem.cli.{module}")
+        except ModuleNotFoundError as error:
+            if error.name != f"stratagem.cli.{module}":
+                raise
+            continue
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        mod.configure(command)
+        command.set_defaults(handler=mod.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.handler(args) or 0)
+    except StratagemError as error:
+        print(f"stratagem {args.command}: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

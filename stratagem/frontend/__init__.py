@@ -1,0 +1,1 @@
+"""Front end: capture any nn.Module into the IR (torch.export), and the model zoo. Imports torch."""

@@ -1,0 +1,15 @@
+"""Configuration space: placements, per-op configurations, enumeration and restrictions."""
+
+from stratagem.space.config import Configuration, Level, OpLayout, canonical_levels, layout
+from stratagem.space.enumerate import (
+    SpaceOptions, divisors, enumerate_configurations, ordered_factorizations,
+)
+from stratagem.space.placement import (
+    REPLICATE, Partial, Placement, Replicate, Shard, format_placements, gradient_placement,
+    parse_placement,
+)
+
+__all__ = ["REPLICATE", "Configuration", "Level", "OpLayout", "Partial", "Placement", "Replicate",
+           "Shard", "SpaceOptions", "canonical_levels", "divisors", "enumerate_configurations",
+           "format_placements", "gradient_placement", "layout", "ordered_factorizations",
+           "parse_placement"]
