@@ -147,6 +147,14 @@ class OpDef:
     shape: Callable[..., Any] | None = field(default=None, repr=False)
     flops: Callable[..., float] | None = field(default=None, repr=False)
     doc: str = ""
+    example: tuple[tuple[Any, ...], dict[str, Any]] | None = field(default=None, repr=False)
+
+    def describe_example(self) -> Description:
+        """Trace at the declared example shapes (what `stratagem ops` lists)."""
+        if self.example is None:
+            raise TDLError(f"op {self.name!r} declares no example", hint="Add @op(example=...)")
+        shapes, attrs = self.example
+        return self.describe(*shapes, **attrs)
 
     @property
     def signature(self) -> inspect.Signature:
@@ -214,15 +222,30 @@ class OpDef:
 
 
 def op(fn: Callable | None = None, *, name: str | None = None, weights: Sequence[str] = (),
-       shape: Callable[..., Any] | None = None, flops: Callable[..., float] | None = None
-       ) -> Any:
-    """Declare an operator by what it computes. See the module docstring."""
+       shape: Callable[..., Any] | None = None, flops: Callable[..., float] | None = None,
+       example: tuple[Sequence[Any], Mapping[str, Any]] | Sequence[Any] | None = None) -> Any:
+    """Declare an operator by what it computes. See the module docstring.
+
+    `weights`: the tensor parameters that are weights. `shape(*inputs, **attrs)`: the output shape,
+    when the accesses do not pin it (padding, concatenation). `flops(dims, input_shapes, **attrs)`:
+    FLOPs of one worker from its local dim extents, when the description's own count would be wrong
+    (gathers written as one-hot sums). `example`: input shapes, or (input shapes, attrs), to list.
+    """
 
     def wrap(f: Callable) -> OpDef:
         doc = inspect.getdoc(f) or ""
-        return OpDef(name or f.__name__, f, frozenset(weights), shape, flops, doc.split("\n")[0])
+        return OpDef(name or f.__name__, f, frozenset(weights), shape, flops, doc.split("\n")[0],
+                     _normalize_example(example))
 
     return wrap(fn) if fn is not None else wrap
+
+
+def _normalize_example(example: Any) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+    if example is None:
+        return None
+    if (isinstance(example, tuple) and len(example) == 2 and isinstance(example[1], Mapping)):
+        return tuple(example[0]), dict(example[1])
+    return tuple(example), {}
 
 
 # ---- tracing -----------------------------------------------------------------------------------
