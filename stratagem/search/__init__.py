@@ -1,0 +1,1 @@
+"""Search: frontier algebra, frontier tracking, brute force, MCMC, Tofu, baselines, modes."""

@@ -1,0 +1,366 @@
+"""Frontier Tracking (TensorOpt §3.2, Algorithms 2 and 3).
+
+Input: a `CostProblem` (nodes with per-configuration costs, edges with per-pair costs). Output:
+every strategy on the (memory, time) frontier, each unrolled to a configuration per node.
+
+    initialize node tables N_i[k] and edge tables E_ij[k, p]          (`_State.__init__`)
+    loop:
+        mark the linear chain: from the first node, while the last marked node has exactly one
+        other neighbor, mark it                                        (`_State.extend_marks`)
+        exact eliminations of unmarked nodes, any that applies:        (`_State.try_exact`)
+            edge elimination   E_ij = E1_ij (x) E2_ij                                  Eq. 5
+            node elimination   E_hj[w,p] = reduce U_k E_hi[w,k] (x) N_i[k] (x) E_ij[k,p]  Eq. 4
+            leaf elimination   N_j[p] = N_j[p] (x) reduce U_k N_i[k] (x) E_ij[k,p]
+                               (node elimination of a node with one neighbor)
+        else branch elimination: merge node i into neighbor h, configurations (p, k), when
+            K_h * K_i <= branch_limit                                  Eq. 6 (`_branch`)
+        else heuristic elimination: fix the configuration of the unmarked node of highest degree,
+            fold its edges into its neighbors                          Eq. 7 (`_heuristic`)
+    linear DP over each marked chain:                                  Algorithm 3 (`_ldp`)
+        CF_1 = N_1;  CF_i[p] = reduce U_k CF_{i-1}[k] (x) E_{i-1,i}[k,p] (x) N_i[p]
+    product of the chains' and fixed nodes' frontiers, then unroll every point   (`unroll`)
+
+The graph is treated as undirected: every elimination is exact for pairwise costs whatever the
+edge direction. Node and leaf eliminations are special cases of `tables.combine`, which keeps for
+every frontier tuple the choices that produced it; nothing is recomputed to unroll. Chunks of a
+combine run on a thread pool (TensorOpt's multi-threading: configurations of one node are
+independent); numpy releases the GIL in the sorts that dominate.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stratagem.search.problem import CostProblem
+from stratagem.search.tables import (
+    Combined, EdgeLeaf, NodeLeaf, Reindexed, Table, Term, Transposed, combine, unroll,
+)
+
+O0, O1 = ("o", 0), ("o", 1)
+
+
+@dataclass(frozen=True)
+class FTOptions:
+    branch_limit: int = 4096        # largest K_h * K_i a branch elimination may create
+    workers: int = 2                # threads for large combines
+    memory_resolution: float = 0.0  # > 0: memories within this relative step count as equal
+
+
+@dataclass(frozen=True)
+class HeuristicFix:
+    node: int
+    config: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class FTPoint:
+    mem: float
+    time: float
+    assignment: tuple[int, ...]
+    options: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class FTResult:
+    points: tuple[FTPoint, ...]
+    heuristic_fixes: tuple[HeuristicFix, ...] = ()
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def pairs(self) -> list[tuple[float, float]]:
+        return [(p.mem, p.time) for p in self.points]
+
+
+class Flattened(Table):
+    """A node merged by branch elimination: index q = p * K_i + k of a [K_h, K_i] table."""
+
+    def __init__(self, child: Table):
+        self.child = child
+        kh, ki, width = child.mem.shape
+        self.inner = ki
+        self.mem, self.time = child.mem.reshape(kh * ki, width), child.time.reshape(kh * ki, width)
+
+    def expand(self, index, slot):
+        yield (self.child, divmod(index[0], self.inner), slot)
+
+
+class _State:
+    def __init__(self, problem: CostProblem, options: FTOptions, executor):
+        self.problem, self.options, self.executor = problem, options, executor
+        self.nodes: dict[int, Table] = {i: NodeLeaf(i, problem.node_mem[i], problem.node_time[i])
+                                         for i in range(problem.num_nodes)}
+        self.edges: dict[tuple[int, int], list[Table]] = {}
+        for e, costs in enumerate(problem.edges):
+            table: Table = EdgeLeaf(e, costs.mem, costs.time)
+            a, b = costs.src, costs.dst
+            if a > b:
+                table, a, b = Transposed(table), b, a
+            self.edges.setdefault((a, b), []).append(table)
+        self.chains: list[list[int]] = []
+        self.constants: list[Table] = []
+        self.fixes: list[HeuristicFix] = []
+        self.counts = {"edge": 0, "node": 0, "leaf": 0, "branch": 0, "heuristic": 0}
+
+    # ---- graph views --------------------------------------------------------------------------
+    def size(self, i: int) -> int:
+        return self.nodes[i].index_shape[0]
+
+    def neighbors(self, i: int) -> set[int]:
+        return {b if a == i else a for (a, b) in self.edges if i in (a, b)}
+
+    def marked(self) -> set[int]:
+        return {n for chain in self.chains for n in chain}
+
+    def edge(self, a: int, b: int) -> Table:
+        """The (merged) edge table oriented [K_a, K_b]."""
+        key = (min(a, b), max(a, b))
+        tables = self.edges[key]
+        if len(tables) > 1:
+            self._merge_parallel(key)
+            tables = self.edges[key]
+        return tables[0] if a < b else Transposed(tables[0])
+
+    def _merge_parallel(self, key: tuple[int, int]) -> None:
+        tables = self.edges[key]
+        sizes = tables[0].index_shape
+        merged = tables[0]
+        for other in tables[1:]:
+            merged = combine([Term(merged, (O0, O1)), Term(other, (O0, O1))], sizes,
+                             executor=self.executor, resolution=self.options.memory_resolution)
+            self.counts["edge"] += 1
+        self.edges[key] = [merged]
+
+    def add_edge(self, a: int, b: int, table: Table) -> None:
+        if a > b:
+            table, a, b = Transposed(table), b, a
+        self.edges.setdefault((a, b), []).append(table)
+
+    def remove_node(self, i: int) -> None:
+        del self.nodes[i]
+        for key in [k for k in self.edges if i in k]:
+            del self.edges[key]
+
+    # ---- marking ------------------------------------------------------------------------------
+    def extend_marks(self) -> None:
+        marked = self.marked()
+        if not self.chains or not self._has_room(self.chains[-1]):
+            start = self._unmarked_component_start(marked)
+            if start is None:
+                return
+            self.chains.append([start])
+            marked.add(start)
+        chain = self.chains[-1]
+        while True:
+            last = chain[-1]
+            others = self.neighbors(last) - ({chain[-2]} if len(chain) > 1 else set())
+            if len(others) != 1:
+                return
+            (nxt,) = others
+            if nxt in marked:
+                return
+            chain.append(nxt)
+            marked.add(nxt)
+
+    def _has_room(self, chain: list[int]) -> bool:
+        """Whether the chain's last node still has unmarked neighbors to grow into."""
+        return bool(self.neighbors(chain[-1]) - self.marked())
+
+    def _unmarked_component_start(self, marked: set[int]) -> int | None:
+        """First node (by index) of a component with no marked node."""
+        seen: set[int] = set()
+        for start in sorted(self.nodes):
+            if start in seen:
+                continue
+            component, stack = set(), [start]
+            while stack:
+                n = stack.pop()
+                if n in component:
+                    continue
+                component.add(n)
+                stack.extend(self.neighbors(n) - component)
+            seen |= component
+            if not component & marked:
+                return start
+        return None
+
+    def is_done(self) -> bool:
+        marked = self.marked()
+        if set(self.nodes) != marked:
+            return False
+        for chain in self.chains:
+            for pos, n in enumerate(chain):
+                allowed = {chain[pos - 1]} if pos else set()
+                if pos + 1 < len(chain):
+                    allowed.add(chain[pos + 1])
+                if self.neighbors(n) - allowed:
+                    return False
+        return True
+
+    # ---- exact eliminations -------------------------------------------------------------------
+    def try_exact(self) -> bool:
+        for key in [k for k, tables in self.edges.items() if len(tables) > 1]:
+            self._merge_parallel(key)
+        marked = self.marked()
+        for i in sorted(self.nodes):
+            if i in marked:
+                continue
+            nbrs = self.neighbors(i)
+            if len(nbrs) == 0:
+                self._isolated(i)
+                return True
+            if len(nbrs) == 1:
+                self._leaf(i, next(iter(nbrs)))
+                return True
+            if len(nbrs) == 2:
+                h, j = sorted(nbrs)
+                self._node(i, h, j)
+                return True
+        return False
+
+    def _isolated(self, i: int) -> None:
+        self.constants.append(combine([Term(self.nodes[i], ("k",))], (), self.size(i),
+                                      resolution=self.options.memory_resolution))
+        self.remove_node(i)
+        self.counts["leaf"] += 1
+
+    def _leaf(self, i: int, j: int) -> None:
+        folded = combine([Term(self.nodes[i], (O1,)), Term(self.edge(i, j), (O1, O0))],
+                         (self.size(j), self.size(i)), executor=self.executor, resolution=self.options.memory_resolution)
+        self.nodes[j] = combine([Term(self.nodes[j], (O0,)), Term(folded, (O0, "k"))],
+                                (self.size(j),), self.size(i), executor=self.executor, resolution=self.options.memory_resolution)
+        self.remove_node(i)
+        self.counts["leaf"] += 1
+
+    def _node(self, i: int, h: int, j: int) -> None:
+        inner = combine([Term(self.nodes[i], (O0,)), Term(self.edge(i, j), (O0, O1))],
+                        (self.size(i), self.size(j)), executor=self.executor, resolution=self.options.memory_resolution)
+        table = combine([Term(self.edge(h, i), (O0, "k")), Term(inner, ("k", O1))],
+                        (self.size(h), self.size(j)), self.size(i), executor=self.executor, resolution=self.options.memory_resolution)
+        self.remove_node(i)
+        self.add_edge(h, j, table)
+        self.counts["node"] += 1
+
+    # ---- inexact or expensive eliminations ----------------------------------------------------
+    def try_branch(self) -> bool:
+        marked = self.marked()
+        best = None
+        for i in self.nodes:
+            if i in marked:
+                continue
+            for h in self.neighbors(i):
+                product = self.size(i) * self.size(h)
+                if product <= self.options.branch_limit and (best is None or product < best[0]):
+                    best = (product, i, h)
+        if best is None:
+            return False
+        self._branch(best[1], best[2])
+        return True
+
+    def _branch(self, i: int, h: int) -> None:
+        """Merge node i into h: h's configurations become pairs (p, k)."""
+        ki, kh = self.size(i), self.size(h)
+        pair = combine([Term(self.nodes[h], (O0,)), Term(self.nodes[i], (O1,)),
+                        Term(self.edge(h, i), (O0, O1))], (kh, ki), executor=self.executor, resolution=self.options.memory_resolution)
+        outer, inner = np.repeat(np.arange(kh), ki), np.tile(np.arange(ki), kh)
+        moved = []
+        for x in self.neighbors(h) - {i}:
+            moved.append((x, Reindexed(self.edge(h, x), 0, outer)))
+        for x in self.neighbors(i) - {h}:
+            moved.append((x, Reindexed(self.edge(i, x), 0, inner)))
+        self.remove_node(i)
+        self.remove_node(h)
+        self.nodes[h] = Flattened(pair)
+        for x, table in moved:
+            self.add_edge(h, x, table)
+        self.counts["branch"] += 1
+
+    def heuristic(self) -> None:
+        """Fix the configuration of the unmarked node with most neighbors (TensorOpt Eq. 7)."""
+        marked = self.marked()
+        candidates = [i for i in self.nodes if i not in marked]
+        i = max(candidates, key=lambda n: (len(self.neighbors(n)), -n))
+        config, reason = self._pick_config(i)
+        for x in self.neighbors(i):
+            self.nodes[x] = combine([Term(self.nodes[x], (O0,)), Term(self.edge(x, i), (O0, config))],
+                                    (self.size(x),), executor=self.executor, resolution=self.options.memory_resolution)
+        self.constants.append(combine([Term(self.nodes[i], (config,))], (),
+                                      resolution=self.options.memory_resolution))
+        self.fixes.append(HeuristicFix(i, config, reason))
+        self.remove_node(i)
+        self.counts["heuristic"] += 1
+
+    def _pick_config(self, i: int) -> tuple[int, str]:
+        """The configuration with the least normalized time + memory, counting its best edges."""
+        node = self.nodes[i]
+        t_scale = max(float(np.nanmax(np.where(np.isfinite(node.time), node.time, np.nan))), 1e-30)
+        m_scale = max(float(np.nanmax(np.where(np.isfinite(node.mem), node.mem, np.nan))), 1e-30)
+        score = np.min(node.time / t_scale + node.mem / m_scale, axis=-1)
+        for x in self.neighbors(i):
+            e = self.edge(i, x)
+            score = score + np.min(e.time / t_scale + e.mem / m_scale, axis=(1, 2))
+        config = int(np.argmin(score))
+        return config, "least normalized time + memory with its cheapest edges"
+
+    # ---- linear DP and the final product ------------------------------------------------------
+    def ldp(self, chain: list[int]) -> Table:
+        cf = self.nodes[chain[0]]
+        for prev, cur in zip(chain, chain[1:]):
+            cf = combine([Term(cf, ("k",)), Term(self.edge(prev, cur), ("k", O0)),
+                          Term(self.nodes[cur], (O0,))], (self.size(cur),), self.size(prev),
+                         executor=self.executor, resolution=self.options.memory_resolution)
+        return combine([Term(cf, ("k",))], (), cf.index_shape[0],
+                       resolution=self.options.memory_resolution)
+
+    def final(self) -> Table:
+        parts = [self.ldp(chain) for chain in self.chains] + self.constants
+        result = parts[0]
+        for other in parts[1:]:
+            result = combine([Term(result, ()), Term(other, ())], (),
+                             resolution=self.options.memory_resolution)
+        return result
+
+
+def frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions()) -> FTResult:
+    """The exact (memory, time) frontier of `problem`, unless heuristic eliminations were needed."""
+    start = _time.perf_counter()
+    with ThreadPoolExecutor(max_workers=options.workers) if options.workers > 1 else _NoPool() as pool:
+        state = _State(problem, options, pool if options.workers > 1 else None)
+        while True:
+            state.extend_marks()
+            if state.is_done():
+                break
+            if state.try_exact():
+                continue
+            state.extend_marks()
+            if state.is_done():
+                break
+            if not state.try_branch():
+                state.heuristic()
+        table = state.final()
+    points = []
+    for slot in range(table.width):
+        if not np.isfinite(table.mem[slot]):
+            continue
+        nodes, opts = unroll(table, (), slot)
+        points.append(FTPoint(float(table.mem[slot]), float(table.time[slot]),
+                              tuple(nodes[i] for i in range(problem.num_nodes)),
+                              tuple(opts.get(e, 0) for e in range(len(problem.edges)))))
+    stats = dict(state.counts, chains=[len(c) for c in state.chains],
+                 seconds=_time.perf_counter() - start)
+    return FTResult(tuple(points), tuple(state.fixes), stats)
+
+
+class _NoPool:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+__all__ = ["FTOptions", "FTPoint", "FTResult", "HeuristicFix", "frontier_tracking", "Combined"]

@@ -1,0 +1,82 @@
+"""A cost problem in TensorOpt's additive form (§2.1, Eq. 1-3), independent of where costs come from.
+
+Node i (an operator, or a group of operators sharing one configuration) has K_i configurations
+with operator costs (m_ik, t_ik). Edge e = (i, j) (a tensor from i to j) has, for every pair of
+configurations (k, p), R_e options (tensor reuse: keep the copy before, after, or both), each with
+costs (m_ekpr, t_ekpr). A strategy picks one configuration per node and one option per edge:
+
+    t(S) = sum_i t_{i,k_i} + sum_e t_{e,k_i,k_j,r_e}        m(S) = sum_i m_{i,k_i} + sum_e m_{e,...}
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stratagem.errors import StratagemError
+
+
+@dataclass(frozen=True)
+class EdgeCosts:
+    src: int
+    dst: int
+    mem: np.ndarray        # [R, K_src, K_dst]
+    time: np.ndarray       # [R, K_src, K_dst]
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class CostProblem:
+    node_mem: tuple[np.ndarray, ...]     # per node: [K_i]
+    node_time: tuple[np.ndarray, ...]    # per node: [K_i]
+    edges: tuple[EdgeCosts, ...] = ()
+    names: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        mem = tuple(np.asarray(m, dtype=np.float64) for m in self.node_mem)
+        time = tuple(np.asarray(t, dtype=np.float64) for t in self.node_time)
+        object.__setattr__(self, "node_mem", mem)
+        object.__setattr__(self, "node_time", time)
+        if not self.names:
+            object.__setattr__(self, "names", tuple(f"n{i}" for i in range(len(mem))))
+        for i, (m, t) in enumerate(zip(mem, time)):
+            if m.shape != t.shape or m.ndim != 1 or len(m) == 0:
+                raise StratagemError(f"node {self.names[i]} costs malformed",
+                                     expected="two equal 1-D arrays with at least one config",
+                                     got=f"shapes {m.shape} and {t.shape}")
+        for e in self.edges:
+            want = (self.num_configs[e.src], self.num_configs[e.dst])
+            if e.mem.shape[1:] != want or e.time.shape != e.mem.shape or e.src == e.dst:
+                raise StratagemError(f"edge {e.name or (e.src, e.dst)} costs malformed",
+                                     expected=f"[R, {want[0]}, {want[1]}] between two distinct nodes",
+                                     got=f"{e.mem.shape} between {e.src} and {e.dst}")
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.node_mem)
+
+    @property
+    def num_configs(self) -> tuple[int, ...]:
+        return tuple(len(m) for m in self.node_mem)
+
+    def evaluate(self, assignment: Sequence[int], options: Sequence[int] | None = None) -> tuple[float, float]:
+        """Additive (memory, time) of a strategy (Eq. 3)."""
+        options = options if options is not None else [0] * len(self.edges)
+        mem = sum(float(self.node_mem[i][k]) for i, k in enumerate(assignment))
+        time = sum(float(self.node_time[i][k]) for i, k in enumerate(assignment))
+        for e, r in zip(self.edges, options):
+            k, p = assignment[e.src], assignment[e.dst]
+            mem += float(e.mem[r, k, p])
+            time += float(e.time[r, k, p])
+        return mem, time
+
+    def all_strategies(self):
+        """Every (assignment, options) pair: the brute-force search space."""
+        configs = [range(k) for k in self.num_configs]
+        opts = [range(e.mem.shape[0]) for e in self.edges]
+        for assignment in itertools.product(*configs):
+            for options in itertools.product(*opts):
+                yield assignment, options

@@ -1,0 +1,221 @@
+"""Frontier tables and the one operation FT is made of.
+
+A table holds one frontier per index: a node's per configuration k, an edge's per pair (k, p), a
+finished component's with no index at all. Arrays are mem/time of shape [*index, L], padded +inf.
+
+`combine(terms, out_sizes, k_size)` is TensorOpt's product-union-reduce in one step:
+
+    result[o] = reduce( union_k  product_t  term_t[index_t(o, k)] )
+
+Every elimination and every LDP step is one call with different terms: node elimination
+(Eq. 4) is terms E_hi[(o0,k)], N_i[(k,)], E_ij[(k,o1)]; edge elimination (Eq. 5) is E1[(o0,o1)],
+E2[(o0,o1)] with no k; LDP (Algorithm 3, line 6) is CF_{i-1}[(k,)], E[(k,o0)], N_i[(o0,)].
+Each result slot remembers k and the slot it used in every term (`Combined`), which is how a
+frontier point unrolls back to a configuration for every node (`unroll`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from stratagem.search.frontier import INF, reduce_rows
+
+IndexSpec = tuple[Any, ...]   # per table index dim: "k", ("o", n) an output dim, or an int (fixed)
+_CHUNK_ELEMENTS = 1 << 21
+
+
+class Table:
+    mem: np.ndarray
+    time: np.ndarray
+
+    @property
+    def index_shape(self) -> tuple[int, ...]:
+        return self.mem.shape[:-1]
+
+    @property
+    def width(self) -> int:
+        return self.mem.shape[-1]
+
+    def expand(self, index: tuple[int, ...], slot: int) -> Iterator[tuple]:
+        """Yield ("node", node, k), ("option", edge, r), ("fixed", ...) or (table, index, slot)."""
+        raise NotImplementedError
+
+
+class NodeLeaf(Table):
+    def __init__(self, node: int, mem: np.ndarray, time: np.ndarray):
+        self.node = node
+        self.mem, self.time = mem[:, None].astype(np.float64), time[:, None].astype(np.float64)
+
+    def expand(self, index, slot):
+        yield ("node", self.node, index[0])
+
+
+class EdgeLeaf(Table):
+    """Per (k, p), the frontier of the edge's options; oriented as given (src, dst)."""
+
+    def __init__(self, edge: int, mem: np.ndarray, time: np.ndarray):
+        r, ks, kd = mem.shape
+        flat_m = np.moveaxis(mem, 0, -1).reshape(ks * kd, r)
+        flat_t = np.moveaxis(time, 0, -1).reshape(ks * kd, r)
+        m, t, src = reduce_rows(flat_m, flat_t)
+        self.edge = edge
+        self.mem, self.time = m.reshape(ks, kd, -1), t.reshape(ks, kd, -1)
+        self.option = src.reshape(ks, kd, -1)
+
+    def expand(self, index, slot):
+        yield ("option", self.edge, int(self.option[index + (slot,)]))
+
+
+class Transposed(Table):
+    """An edge table seen from the other end: index (p, k) instead of (k, p)."""
+
+    def __init__(self, child: Table):
+        self.child = child
+        self.mem, self.time = np.swapaxes(child.mem, 0, 1), np.swapaxes(child.time, 0, 1)
+
+    def expand(self, index, slot):
+        yield (self.child, (index[1], index[0]), slot)
+
+
+class Reindexed(Table):
+    """A table whose index dim `axis` is read through `mapping` (branch elimination's q -> p)."""
+
+    def __init__(self, child: Table, axis: int, mapping: np.ndarray):
+        self.child, self.axis, self.mapping = child, axis, mapping
+        self.mem = np.take(child.mem, mapping, axis=axis)
+        self.time = np.take(child.time, mapping, axis=axis)
+
+    def expand(self, index, slot):
+        mapped = list(index)
+        mapped[self.axis] = int(self.mapping[index[self.axis]])
+        yield (self.child, tuple(mapped), slot)
+
+
+@dataclass
+class Term:
+    table: Table
+    spec: IndexSpec
+
+
+class Combined(Table):
+    """Result of `combine`; `node` is the node whose configuration k was unioned away (or None)."""
+
+    def __init__(self, terms: list[Term], node: int | None, mem, time, k_choice, slots, fixed=()):
+        self.terms, self.node = terms, node
+        self.mem, self.time = mem, time
+        self.k_choice, self.slots = k_choice, slots      # [*out, L], per term [*out, L]
+        self.fixed = tuple(fixed)                        # ("node", n, k) facts recorded here
+
+    def expand(self, index, slot):
+        k = int(self.k_choice[index + (slot,)])
+        if self.node is not None:
+            yield ("node", self.node, k)
+        yield from self.fixed
+        for term, slots in zip(self.terms, self.slots):
+            child_index = tuple(_resolve(s, index, k) for s in term.spec)
+            yield (term.table, child_index, int(slots[index + (slot,)]))
+
+
+def _resolve(spec_entry: Any, index: tuple[int, ...], k: int) -> int:
+    if spec_entry == "k":
+        return k
+    if isinstance(spec_entry, tuple):
+        return index[spec_entry[1]]
+    return int(spec_entry)
+
+
+def combine(terms: Sequence[Term], out_sizes: Sequence[int], k_size: int | None = None,
+            node: int | None = None, fixed: Sequence[tuple] = (), executor: Executor | None = None,
+            resolution: float = 0.0) -> Combined:
+    """result[o] = reduce(union over k of the product over terms). See the module docstring."""
+    terms = list(terms)
+    final_shape = tuple(out_sizes)
+    sizes = final_shape or (1,)            # no output index: one virtual row
+    k = k_size or 1
+    widths = [t.table.width for t in terms]
+    per_row = k * math.prod(widths) * math.prod(sizes[1:])
+    chunk = max(1, _CHUNK_ELEMENTS // max(1, per_row))
+    starts = list(range(0, sizes[0], chunk))
+
+    def work(start: int) -> tuple:
+        return _combine_chunk(terms, sizes, k, widths, start, min(start + chunk, sizes[0]), resolution)
+
+    parts = (list(executor.map(work, starts)) if executor is not None and len(starts) > 1
+             else [work(s) for s in starts])
+    width = max(p[0].shape[-1] for p in parts)
+    stacked = [np.concatenate([_pad(p[i], width, INF if i < 2 else -1) for p in parts], axis=0)
+               for i in range(3)]
+    slots = [np.concatenate([_pad(p[3][t], width, -1) for p in parts], axis=0) for t in range(len(terms))]
+    shape = final_shape + (width,)
+    mem, time, k_choice = (a.reshape(shape) for a in stacked)
+    return Combined(terms, node if k_size else None, mem, time, k_choice,
+                    [s.reshape(shape) for s in slots], fixed)
+
+
+def _combine_chunk(terms, sizes, k, widths, start, stop, resolution):
+    rows = (stop - start,) + tuple(sizes[1:])
+    mem = np.zeros(rows + (k,) + tuple(widths))
+    time = np.zeros_like(mem)
+    for t, term in enumerate(terms):
+        m, tm = _aligned(term, len(sizes), start, stop, t, len(terms))
+        mem = mem + m
+        time = time + tm
+    flat_rows = math.prod(rows)
+    m, tm, src = reduce_rows(mem.reshape(flat_rows, -1), time.reshape(flat_rows, -1), resolution)
+    valid = src >= 0
+    coords = np.unravel_index(np.where(valid, src, 0), (k,) + tuple(widths))
+    k_choice = np.where(valid, coords[0], -1)
+    return m, tm, k_choice, [np.where(valid, c, -1) for c in coords[1:]]
+
+
+def _aligned(term: Term, n_out: int, start: int, stop: int, t: int, n_terms: int):
+    """The term's arrays on axes [o_0 (rows start:stop), o_1.., k, w_0, .., w_{T-1}], broadcastable."""
+    select: list[Any] = []
+    kept: list[Any] = []
+    for entry in term.spec:
+        if entry == "k":
+            select.append(slice(None))
+            kept.append("k")
+        elif isinstance(entry, tuple):
+            select.append(slice(start, stop) if entry[1] == 0 else slice(None))
+            kept.append(entry)
+        else:
+            select.append(int(entry))
+    mem, time = term.table.mem[tuple(select)], term.table.time[tuple(select)]
+    target = [("o", i) for i in range(n_out)] + ["k"]
+    perm = [kept.index(a) for a in target if a in kept] + [len(kept)]
+    mem, time = np.transpose(mem, perm), np.transpose(time, perm)
+    present = iter(mem.shape[:-1])
+    shape = [next(present) if a in kept else 1 for a in target]
+    shape += [mem.shape[-1] if i == t else 1 for i in range(n_terms)]
+    return mem.reshape(shape), time.reshape(shape)
+
+
+def _pad(a: np.ndarray, width: int, fill: float) -> np.ndarray:
+    if a.shape[-1] == width:
+        return a
+    pad = np.full(a.shape[:-1] + (width - a.shape[-1],), fill, dtype=a.dtype)
+    return np.concatenate([a, pad], axis=-1)
+
+
+def unroll(table: Table, index: tuple[int, ...], slot: int) -> tuple[dict[int, int], dict[int, int]]:
+    """Configurations per node and options per edge behind one slot of a table."""
+    nodes: dict[int, int] = {}
+    options: dict[int, int] = {}
+    stack = [(table, index, slot)]
+    while stack:
+        current, idx, s = stack.pop()
+        for item in current.expand(idx, s):
+            if item[0] == "node":
+                nodes[item[1]] = int(item[2])
+            elif item[0] == "option":
+                options[item[1]] = int(item[2])
+            else:
+                stack.append(item)
+    return nodes, options

@@ -1,0 +1,75 @@
+"""FT against brute force on random DAGs small enough to enumerate (TensorOpt Algorithm 2 is exact
+when no heuristic elimination is needed)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from stratagem.search.bruteforce import brute_force_frontier
+from stratagem.search.ft import FTOptions, frontier_tracking
+from stratagem.search.problem import CostProblem, EdgeCosts
+
+
+@st.composite
+def problems(draw, max_nodes=8, max_configs=4, max_options=2):
+    n = draw(st.integers(1, max_nodes))
+    sizes = [draw(st.integers(1, max_configs)) for _ in range(n)]
+    seed = draw(st.integers(0, 2**32 - 1))
+    density = draw(st.floats(0.0, 0.7))
+    rng = np.random.default_rng(seed)
+    node_mem = tuple(rng.integers(0, 20, k).astype(float) for k in sizes)
+    node_time = tuple(rng.integers(0, 20, k).astype(float) for k in sizes)
+    edges = []
+    for j in range(1, n):
+        sources = [i for i in range(j) if rng.random() < density] or [int(rng.integers(0, j))]
+        for i in sources:
+            r = int(rng.integers(1, max_options + 1)) if rng.random() < 0.3 else 1
+            shape = (r, sizes[i], sizes[j])
+            edges.append(EdgeCosts(i, j, rng.integers(0, 6, shape).astype(float),
+                                   rng.integers(0, 10, shape).astype(float)))
+    return CostProblem(node_mem, node_time, tuple(edges))
+
+
+@settings(max_examples=150, deadline=None)
+@given(problems())
+def test_ft_frontier_equals_brute_force(problem):
+    result = frontier_tracking(problem, FTOptions(workers=1))
+    assert not result.heuristic_fixes
+    assert result.pairs == brute_force_frontier(problem).pairs()
+
+
+@settings(max_examples=100, deadline=None)
+@given(problems())
+def test_every_point_unrolls_to_a_strategy_with_its_cost(problem):
+    for point in frontier_tracking(problem, FTOptions(workers=1)).points:
+        assert problem.evaluate(point.assignment, point.options) == (point.mem, point.time)
+
+
+@settings(max_examples=60, deadline=None)
+@given(problems(max_nodes=8, max_configs=3))
+def test_heuristic_elimination_records_its_choices_and_stays_consistent(problem):
+    result = frontier_tracking(problem, FTOptions(workers=1, branch_limit=0))
+    for point in result.points:
+        assert problem.evaluate(point.assignment, point.options) == (point.mem, point.time)
+        for fix in result.heuristic_fixes:
+            assert point.assignment[fix.node] == fix.config
+    times = [p.time for p in result.points]
+    assert times == sorted(times, reverse=True) and len(set(times)) == len(times)
+
+
+def test_threads_give_the_same_frontier():
+    rng = np.random.default_rng(7)
+    k = 12
+    nodes = 10
+    problem = CostProblem(tuple(rng.random(k) for _ in range(nodes)), tuple(rng.random(k) for _ in range(nodes)),
+                          tuple(EdgeCosts(i, i + 1, rng.random((1, k, k)), rng.random((1, k, k)))
+                                for i in range(nodes - 1)) +
+                          (EdgeCosts(0, 5, rng.random((1, k, k)), rng.random((1, k, k))),))
+    single = frontier_tracking(problem, FTOptions(workers=1))
+    threaded = frontier_tracking(problem, FTOptions(workers=2))
+    assert single.pairs == threaded.pairs
+
+
+def test_malformed_problem_is_rejected():
+    with pytest.raises(Exception, match="malformed"):
+        CostProblem((np.ones(2),), (np.ones(2),), (EdgeCosts(0, 0, np.ones((1, 2, 2)), np.ones((1, 2, 2))),))
