@@ -1,0 +1,1 @@
+"""Execution simulator (FlexFlow §5): task graph, full and delta simulation, timeline, trace."""

@@ -1,0 +1,236 @@
+"""TaskStore: the task graph as flat arrays the engine runs on, mutable for delta simulation.
+
+Tasks are slots 0..n-1 (removed ones stay as dead slots until `compact`). Each task has a
+duration, a structural key `topo` (increasing along dependencies), its resources, and its
+predecessors; successor lists are kept in step. Variable-length lists live in pools: task t's
+resources are res_pool[res_ptr[t] : res_ptr[t] + res_cnt[t]], and likewise preds, succs and the
+per-resource orders. A list that outgrows its slot moves to the end of its pool with room to grow.
+
+`simulate()` runs the full simulation; after `add`, `remove`, `set_duration` or `add_preds`,
+`update()` runs delta simulation from the previous timeline (or a full one if there is none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from stratagem.sim import engine
+
+
+class _Pool:
+    """Segments of an int64 array, one per owner, each with spare capacity."""
+
+    def __init__(self, owners: int, initial: int = 1024):
+        self.data = np.full(max(initial, 16), -1, dtype=np.int64)
+        self.used = 0
+        self.ptr = np.zeros(owners, dtype=np.int64)
+        self.cnt = np.zeros(owners, dtype=np.int64)
+        self.cap = np.zeros(owners, dtype=np.int64)
+
+    def grow_owners(self, owners: int) -> None:
+        if owners > len(self.ptr):
+            extra = max(owners - len(self.ptr), len(self.ptr))
+            for name in ("ptr", "cnt", "cap"):
+                setattr(self, name, np.concatenate([getattr(self, name), np.zeros(extra, dtype=np.int64)]))
+
+    def _reserve(self, size: int) -> int:
+        if self.used + size > len(self.data):
+            self.data = np.concatenate([self.data, np.full(max(size, len(self.data)), -1, dtype=np.int64)])
+        at = self.used
+        self.used += size
+        return at
+
+    def assign(self, owner: int, values: Sequence[int], spare: int = 2) -> None:
+        n = len(values)
+        cap = n + spare
+        at = self._reserve(cap)
+        self.data[at:at + n] = values
+        self.ptr[owner], self.cnt[owner], self.cap[owner] = at, n, cap
+
+    def ensure(self, owner: int, extra: int) -> None:
+        """Room for `extra` more entries in owner's segment (moving it if needed)."""
+        cnt, cap = int(self.cnt[owner]), int(self.cap[owner])
+        if cnt + extra <= cap:
+            return
+        values = self.get(owner).copy()
+        new_cap = max(2 * cap, cnt + extra) + 4
+        at = self._reserve(new_cap)
+        self.data[at:at + cnt] = values
+        self.ptr[owner], self.cap[owner] = at, new_cap
+
+    def append(self, owner: int, value: int) -> None:
+        self.ensure(owner, 1)
+        self.data[self.ptr[owner] + self.cnt[owner]] = value
+        self.cnt[owner] += 1
+
+    def discard(self, owner: int, value: int) -> None:
+        seg = self.get(owner)
+        hits = np.flatnonzero(seg == value)
+        if len(hits):
+            i = int(hits[0])
+            seg[i:-1] = seg[i + 1:].copy()
+            self.cnt[owner] -= 1
+
+    def get(self, owner: int) -> np.ndarray:
+        return self.data[self.ptr[owner]: self.ptr[owner] + self.cnt[owner]]
+
+    @classmethod
+    def from_csr(cls, counts: np.ndarray, values: np.ndarray, slack: float = 0.0) -> "_Pool":
+        pool = cls(len(counts), 16)
+        spare = np.maximum((counts * slack).astype(np.int64), 0) + (2 if slack else 0)
+        cap = counts + spare
+        pool.ptr = np.concatenate([[0], np.cumsum(cap)[:-1]]).astype(np.int64)
+        pool.cnt, pool.cap = counts.astype(np.int64).copy(), cap.astype(np.int64)
+        pool.data = np.full(max(int(cap.sum()), 16), -1, dtype=np.int64)
+        pool.used = int(cap.sum())
+        offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        owner = np.repeat(np.arange(len(counts)), counts)
+        within = np.arange(len(values)) - np.repeat(offsets, counts)
+        pool.data[pool.ptr[owner] + within] = values
+        return pool
+
+
+class TaskStore:
+    def __init__(self, num_resources: int):
+        self.num_resources = num_resources
+        self.n = 0
+        self._alloc(64)
+        self.res, self.pred, self.succ = _Pool(64), _Pool(64), _Pool(64)
+        self.order: _Pool | None = None
+        self._new: list[int] = []
+        self._dirty: set[int] = set()
+        self._pending: dict[int, int] = {}
+
+    def _alloc(self, capacity: int) -> None:
+        old = self.n
+        arrays = {"alive": bool, "in_heap": bool, "duration": float, "topo": float, "ready": float,
+                  "start": float, "end": float}
+        for name, dtype in arrays.items():
+            fresh = np.zeros(capacity, dtype=dtype)
+            if hasattr(self, name):
+                fresh[:old] = getattr(self, name)[:old]
+            setattr(self, name, fresh)
+        self.capacity = capacity
+
+    # ---- bulk construction --------------------------------------------------------------------
+    @classmethod
+    def from_arrays(cls, num_resources: int, duration: np.ndarray, topo: np.ndarray,
+                    res_counts: np.ndarray, res_values: np.ndarray,
+                    pred_counts: np.ndarray, pred_values: np.ndarray) -> "TaskStore":
+        store = cls.__new__(cls)
+        store.num_resources = num_resources
+        n = len(duration)
+        store.n = n
+        store._alloc(max(n, 16))
+        store.alive[:n] = True
+        store.duration[:n] = duration
+        store.topo[:n] = topo
+        store.res = _Pool.from_csr(np.asarray(res_counts), np.asarray(res_values))
+        store.pred = _Pool.from_csr(np.asarray(pred_counts), np.asarray(pred_values), slack=0.25)
+        owners = np.repeat(np.arange(n), pred_counts)
+        order = np.argsort(pred_values, kind="stable")
+        succ_counts = np.bincount(pred_values, minlength=n).astype(np.int64)
+        store.succ = _Pool.from_csr(succ_counts, owners[order], slack=0.25)
+        store.order = None
+        store._new, store._dirty, store._pending = [], set(), {}
+        return store
+
+    # ---- incremental edits (for delta simulation) ---------------------------------------------
+    def add(self, duration: float, resources: Sequence[int], preds: Sequence[int], topo: float) -> int:
+        t = self.n
+        if t >= self.capacity:
+            self._alloc(2 * self.capacity)
+        for pool in (self.res, self.pred, self.succ):
+            pool.grow_owners(self.capacity)
+        self.n += 1
+        self.alive[t], self.duration[t], self.topo[t] = True, duration, topo
+        self.res.assign(t, list(resources), spare=0)
+        self.pred.assign(t, list(preds))
+        self.succ.assign(t, [])
+        for p in preds:
+            self.succ.append(p, t)
+        if self.order is not None:
+            for r in resources:
+                self._pending[int(r)] = self._pending.get(int(r), 0) + 1
+                self.order.ensure(int(r), self._pending[int(r)])
+            self._new.append(t)
+        return t
+
+    def remove(self, t: int) -> None:
+        if not self.alive[t]:
+            return
+        if t in self._new:
+            self._new.remove(t)
+        elif self.order is not None:
+            followers = engine.unlink(np.array([t], dtype=np.int64), self.res.ptr, self.res.cnt,
+                                      self.res.data, self.order.ptr, self.order.cnt, self.order.data,
+                                      self.ready, self.topo)
+            self._dirty.update(int(f) for f in followers)
+        for p in self.pred.get(t).tolist():
+            self.succ.discard(p, t)
+        for u in self.succ.get(t).tolist():
+            self.pred.discard(u, t)
+            self._dirty.add(u)
+        self.alive[t] = False
+        self.pred.cnt[t] = self.succ.cnt[t] = 0
+
+    def add_preds(self, t: int, preds: Sequence[int]) -> None:
+        for p in preds:
+            self.pred.append(t, p)
+            self.succ.append(p, t)
+        self._dirty.add(t)
+
+    def set_duration(self, t: int, duration: float) -> None:
+        if self.duration[t] != duration:
+            self.duration[t] = duration
+            self._dirty.add(t)
+
+    # ---- simulation ---------------------------------------------------------------------------
+    def simulate(self) -> int:
+        """Full simulation from scratch; returns the number of tasks simulated."""
+        n = self.n
+        counts = engine.count_per_resource(self.num_resources, self.alive[:n], self.res.ptr[:n],
+                                           self.res.cnt[:n], self.res.data)
+        self.order = _Pool.from_csr(counts, np.zeros(int(counts.sum()), dtype=np.int64), slack=0.5)
+        done = engine.full_simulation(self.alive[:n], self.duration[:n], self.topo[:n], self.res.ptr[:n],
+                                      self.res.cnt[:n], self.res.data, self.pred.cnt[:n].copy(),
+                                      self.succ.ptr[:n], self.succ.cnt[:n], self.succ.data,
+                                      self.order.ptr, self.order.cnt, self.order.data,
+                                      self.ready[:n], self.start[:n], self.end[:n])
+        if done != int(self.alive[:n].sum()):
+            raise RuntimeError(f"task graph has a cycle: simulated {done} of {int(self.alive[:n].sum())}")
+        self._new, self._dirty, self._pending = [], set(), {}
+        return done
+
+    def update(self) -> int:
+        """Delta simulation of the edits since the last simulation; returns task updates done."""
+        if self.order is None:
+            return self.simulate()
+        n = self.n
+        new = np.array([t for t in self._new if self.alive[t]], dtype=np.int64)
+        dirty = np.array(sorted(t for t in self._dirty if t < n and self.alive[t]), dtype=np.int64)
+        steps = engine.delta_simulation(dirty, new, self.alive[:n], self.duration[:n], self.topo[:n],
+                                        self.res.ptr[:n], self.res.cnt[:n], self.res.data,
+                                        self.pred.ptr[:n], self.pred.cnt[:n], self.pred.data,
+                                        self.succ.ptr[:n], self.succ.cnt[:n], self.succ.data,
+                                        self.order.ptr, self.order.cnt, self.order.data,
+                                        self.ready[:n], self.start[:n], self.end[:n], self.in_heap[:n])
+        self._new, self._dirty, self._pending = [], set(), {}
+        return steps
+
+    # ---- results ------------------------------------------------------------------------------
+    @property
+    def live(self) -> np.ndarray:
+        return np.flatnonzero(self.alive[:self.n])
+
+    def makespan(self) -> float:
+        live = self.alive[:self.n]
+        return float(self.end[:self.n][live].max()) if live.any() else 0.0
+
+    def resources_of(self, t: int) -> np.ndarray:
+        return self.res.get(t)
+
+    def preds_of(self, t: int) -> np.ndarray:
+        return self.pred.get(t)
