@@ -1,0 +1,129 @@
+"""Graph coarsening (Tofu §5.1): groups of ops that choose one configuration together.
+
+Two rules, each restricting the space to the configurations real systems use:
+
+1. Followers. An elementwise or shape-only op (relu, add, dropout, reshape, transpose, ...) takes the
+   partition of its input (Tofu: "the input and output tensors of an element-wise operator should
+   always be partitioned identically"). It joins the group of the op producing that input (of its
+   latest-produced activation input if it has several), and its configuration is derived from the
+   group's (`derive_follower_config`): per mesh axis, an input S(d) makes it split the index that
+   reads dim d (if none does, it replicates that axis: an all-gather); R makes it replicate; P(sum)
+   makes it replicate too (an all-reduce: elementwise ops do not pass partial sums through).
+2. Shared weights. Ops reading the same weight with identical signatures (unrolled RNN timesteps)
+   share one configuration (Tofu: "merging unrolled timesteps").
+
+A group's node cost per configuration is the sum of its members' op costs and the re-scheduling
+between members; edges between groups become the search's edges.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stratagem.ir import Graph, Op, Role
+from stratagem.space import Configuration, Level, Partial, Replicate, Shard, layout
+from stratagem.tdl.graphops import AnalysisCache, analysis_key
+
+SHAPE_KINDS = frozenset({
+    "reshape", "view", "flatten", "unflatten", "unsqueeze", "squeeze", "transpose", "permute",
+    "contiguous", "clone", "expand", "cast", "to_copy", "dropout", "alias", "identity", "t",
+})
+
+
+@dataclass(frozen=True)
+class Group:
+    anchor: str                    # op whose configuration the group chooses
+    members: tuple[str, ...]       # anchor first, then the rest in topological order
+    rule: str                      # "single" | "followers" | "shared-weights"
+
+
+def is_follower_kind(op: Op, analyses: AnalysisCache) -> bool:
+    if op.kind in SHAPE_KINDS:
+        return True
+    analysis = analyses[op.name]
+    return analysis.is_elementwise and not any(
+        d.kind == "parameter" for d in analysis.dims)
+
+
+def coarsen(graph: Graph, analyses: AnalysisCache | None = None, followers: bool = True,
+            shared_weights: bool = True) -> tuple[Group, ...]:
+    analyses = analyses or AnalysisCache(graph)
+    group_of: dict[str, str] = {}        # op -> anchor
+    rule: dict[str, str] = {}
+    if shared_weights:
+        _share_weights(graph, analyses, group_of, rule)
+    for op in graph.ops:
+        if op.name in group_of:
+            continue
+        source = _follower_source(graph, op, analyses) if followers else None
+        if source is not None:
+            anchor = group_of[source]
+            group_of[op.name] = anchor
+            rule[anchor] = "followers" if rule.get(anchor, "single") == "single" else rule[anchor]
+        else:
+            group_of[op.name] = op.name
+            rule.setdefault(op.name, "single")
+    members: dict[str, list[str]] = {}
+    for op in graph.ops:
+        members.setdefault(group_of[op.name], []).append(op.name)
+    return tuple(Group(anchor, tuple(ms), rule.get(anchor, "single")) for anchor, ms in members.items())
+
+
+def _share_weights(graph: Graph, analyses: AnalysisCache, group_of: dict[str, str],
+                   rule: dict[str, str]) -> None:
+    by_weight: dict[tuple, list[str]] = {}
+    for op in graph.ops:
+        weights = tuple(t for t in op.inputs if graph.tensors[t].role is Role.WEIGHT)
+        if weights:
+            by_weight.setdefault((weights, analysis_key(graph, op)), []).append(op.name)
+    for names in by_weight.values():
+        if len(names) > 1 and not any(n in group_of for n in names):
+            for n in names:
+                group_of[n] = names[0]
+            rule[names[0]] = "shared-weights"
+
+
+def _follower_source(graph: Graph, op: Op, analyses: AnalysisCache) -> str | None:
+    if not is_follower_kind(op, analyses):
+        return None
+    producers = [graph.producer[t].name for t in op.inputs
+                 if graph.tensors[t].role is Role.ACTIVATION and t in graph.producer]
+    if not producers:
+        return None
+    return max(producers, key=lambda name: graph.op_index[name])
+
+
+def derive_follower_config(graph: Graph, analyses: AnalysisCache, follower: Op, tensor: str,
+                           source: Configuration, source_placements: tuple) -> Configuration:
+    """The follower's configuration that reads `tensor` as laid out by its producer (see rule 1)."""
+    analysis = analyses[follower.name]
+    index = follower.inputs.index(tensor)
+    levels = []
+    for level, placement in zip(source.levels, source_placements):
+        dim = _dim_reading(analysis, index, placement, source.degree(level.dim) if level.dim else 1)
+        levels.append(Level(dim, level.size))
+    candidate = Configuration(tuple(levels), source.first_device)
+    return candidate if _valid(analysis, candidate) else Configuration(
+        (Level(None, source.num_devices),), source.first_device)
+
+
+def _dim_reading(analysis, input_index: int, placement, degree: int) -> str | None:
+    if not isinstance(placement, Shard):
+        return None
+    for d in analysis.dims:
+        if d.is_reduction or not analysis.can_split(d.name, degree):
+            continue
+        if analysis.split(d.name, degree).placements[input_index] == str(placement):
+            return d.name
+    return None
+
+
+def _valid(analysis, config: Configuration) -> bool:
+    for dim, k in config.degrees.items():
+        if analysis.dim(dim).size % k or not analysis.can_split(dim, k):
+            return False
+    return layout(analysis, config).is_regular
+
+
+__all__ = ["Group", "coarsen", "derive_follower_config", "is_follower_kind", "SHAPE_KINDS",
+           "Partial", "Replicate"]
