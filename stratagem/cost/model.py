@@ -26,16 +26,15 @@ from stratagem.cost.compute import ComputeModel
 from stratagem.cost.compute_table import ComputeTable, ProfileRequest
 from stratagem.cost.costs import EdgeCost, OpCost, PlanCost
 from stratagem.cost.edgecost import build_edge_cost
-from stratagem.cost.layout import Box, TensorLayout, input_layout, output_layout
+from stratagem.cost.layout import TensorLayout
 from stratagem.cost.memory import Optimizer, weight_owner
 from stratagem.cost.opcost import build_op_cost
 from stratagem.cost.redistribute import Redistribution
-from stratagem.cost.regions import input_boxes
+from stratagem.cost.oplayouts import OpLayouts
 from stratagem.cost.reschedule import Rescheduler
 from stratagem.errors import ConfigError
 from stratagem.ir import Graph, Role, TensorSpec, dtype_bytes
-from stratagem.space import Configuration, OpLayout, SpaceOptions, enumerate_configurations, layout
-from stratagem.tdl.graphops import AnalysisCache
+from stratagem.space import Configuration, OpLayout, SpaceOptions, enumerate_configurations
 
 
 @dataclass(frozen=True)
@@ -65,14 +64,14 @@ class CostModel:
         self.shard_updates = shard_updates
         self.device = cluster.devices[0].spec
         self.compute = ComputeModel(self.device, compute_table)
-        self.analyses = AnalysisCache(graph)
+        self.layouts = OpLayouts(graph)
+        self.analyses = self.layouts.analyses
         self.rescheduler = Rescheduler(cluster, self.price)
         self._ops: dict[tuple[str, Configuration], OpCost] = {}
         self._edges: dict[tuple, EdgeCost] = {}
-        self._layouts: dict[tuple[str, Configuration], OpLayout] = {}
-        self._inputs: dict[tuple[str, Configuration, int, bool], TensorLayout] = {}
         self._prices: dict[tuple, float] = {}
         self._configs: dict[tuple[str, SpaceOptions], tuple[Configuration, ...]] = {}
+        self._edge_list: tuple[Edge, ...] | None = None
 
     # ---- public API ---------------------------------------------------------------------------------
     def op_cost(self, op_name: str, config: Configuration) -> OpCost:
@@ -99,13 +98,15 @@ class CostModel:
 
     def edges(self) -> tuple[Edge, ...]:
         """Every (tensor, source op, consumer) pair a strategy pays re-scheduling for."""
-        found = []
-        for op in self.graph.ops:
-            for t in dict.fromkeys(op.inputs):
-                source = self._source_of(t)
-                if source is not False and source != op.name:
-                    found.append(Edge(t, source, op.name))
-        return tuple(found)
+        if self._edge_list is None:
+            found = []
+            for op in self.graph.ops:
+                for t in dict.fromkeys(op.inputs):
+                    source = self._source_of(t)
+                    if source is not False and source != op.name:
+                        found.append(Edge(t, source, op.name))
+            self._edge_list = tuple(found)
+        return self._edge_list
 
     def plan_cost(self, strategy: Mapping[str, Configuration]) -> PlanCost:
         missing = [op.name for op in self.graph.ops if op.name not in strategy]
@@ -141,36 +142,17 @@ class CostModel:
         return found
 
     def layout(self, op_name: str, config: Configuration) -> OpLayout:
-        key = (op_name, config)
-        found = self._layouts.get(key)
-        if found is None:
-            found = self._layouts[key] = layout(self.analyses[op_name], config)
-        return found
+        return self.layouts.layout(op_name, config)
 
     def input_layout(self, op_name: str, config: Configuration, index: int, gradient: bool = False
                      ) -> TensorLayout:
-        key = (op_name, config, index, gradient)
-        found = self._inputs.get(key)
-        if found is None:
-            op_layout = self.layout(op_name, config)
-            boxes = None if all(p is not None for p in op_layout.inputs[index]) else self._boxes(
-                op_name, config, index)
-            found = self._inputs[key] = input_layout(op_layout, index, gradient, boxes)
-        return found
-
-    def _boxes(self, op_name: str, config: Configuration, index: int) -> tuple[Box, ...]:
-        return input_boxes(self.analyses[op_name], config, index)
+        return self.layouts.input_layout(op_name, config, index, gradient)
 
     def reschedule(self, spec: TensorSpec, src: TensorLayout, dst: TensorLayout) -> Redistribution:
         return self.rescheduler.plan(spec.shape, dtype_bytes(spec.dtype), src, dst)
 
     def profile_request(self, op_name: str, config: Configuration) -> ProfileRequest:
-        op, graph = self.graph.op(op_name), self.graph
-        specs = [graph.tensors[t] for t in op.inputs]
-        shapes = tuple(self.input_layout(op_name, config, i).local_shape(s.shape) for i, s in enumerate(specs))
-        out = output_layout(self.layout(op_name, config)).local_shape(graph.tensors[op.outputs[0]].shape)
-        return ProfileRequest(op.kind, shapes, tuple(s.dtype for s in specs), op.attrs,
-                              tuple(t in graph.requires_grad for t in op.inputs), out)
+        return self.layouts.profile_request(op_name, config)
 
     def _source_of(self, tensor: str) -> str | None | bool:
         """The op a tensor comes from (owner for weights), None for graph inputs, False if none."""
