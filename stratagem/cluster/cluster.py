@@ -15,7 +15,7 @@ from stratagem.cluster.collectives import (
 from stratagem.cluster.comm_table import CommTable, Groups, normalize_groups
 from stratagem.cluster.patterns import MAX_SEARCH_DEVICES, search_channels
 from stratagem.cluster.spec import ClusterSpec
-from stratagem.cluster.topology import NETWORK, Device, Link, Node, NodeTemplate
+from stratagem.cluster.topology import NETWORK, REFERENCE_BYTES, Device, Link, Node, NodeTemplate
 from stratagem.errors import ConfigError
 
 Channels = tuple[tuple[tuple[int, ...], float], ...]
@@ -36,6 +36,7 @@ class Cluster:
         self._bandwidth = [link.bandwidth_bytes_per_s for link in self.links]
         self._routes: dict[tuple[int, int], tuple[int, ...]] = {}
         self._latency: dict[tuple[int, int], float] = {}
+        self._weights: dict[tuple[int, int], float] = {}
         self._channels: dict[tuple[int, ...], Channels] = {}
         self._plans: dict[tuple[str, Groups], CollectivePlan] = {}
 
@@ -99,6 +100,16 @@ class Cluster:
 
     def link_bandwidth(self, link: int) -> float:
         return self._bandwidth[link]
+
+    def route_weight_s(self, src: int, dst: int) -> float:
+        """Time of a REFERENCE_BYTES message over the route, alone: how 'near' dst is to src."""
+        key = (src, dst)
+        found = self._weights.get(key)
+        if found is None:
+            links = self.route_ids(src, dst)
+            slowest = min((self._bandwidth[i] for i in links), default=float("inf"))
+            found = self._weights[key] = self.route_latency_s(src, dst) + REFERENCE_BYTES / slowest
+        return found
 
     # ---- collectives ---------------------------------------------------------------------------------
     def ring_channels(self, group: tuple[int, ...]) -> Channels:

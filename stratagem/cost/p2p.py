@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 
 from stratagem.cluster import Cluster
-from stratagem.cluster.topology import REFERENCE_BYTES
 from stratagem.cost.layout import Box, TensorLayout
 from stratagem.cost.redistribute import Redistribution
 from stratagem.cost.steps import CommStep
@@ -45,11 +44,6 @@ def intersection_elements(a: Box, b: Box) -> int:
 
 def transfers(src: TensorLayout, dst: TensorLayout, shape: tuple[int, ...], itemsize: int,
               cluster: Cluster) -> dict[tuple[int, int], float]:
-    def distance(h: int, e: int) -> tuple[float, int]:
-        links = cluster.route_ids(h, e)
-        slowest = min(cluster.link_bandwidth(link) for link in links)
-        return cluster.route_latency_s(h, e) + REFERENCE_BYTES / slowest, h
-
     moved: dict[tuple[int, int], float] = {}
     source = pieces(src, shape)
     for e in dst.devices:
@@ -60,7 +54,8 @@ def transfers(src: TensorLayout, dst: TensorLayout, shape: tuple[int, ...], item
             elements = intersection_elements(box, need)
             if elements == 0 or e in holders:
                 continue
-            h = min(holders, key=lambda h: distance(h, e))
+            h = holders[0] if len(holders) == 1 else min(
+                holders, key=lambda h: (cluster.route_weight_s(h, e), h))
             moved[(h, e)] = moved.get((h, e), 0.0) + elements * itemsize
     return moved
 

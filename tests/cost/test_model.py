@@ -136,3 +136,24 @@ def test_errors(model):
         model.edge_cost("h", None, None, "act", Configuration.of(b=8))
     with pytest.raises(ConfigError, match="strategy lacks ops"):
         model.plan_cost({"fc1": Configuration.of(b=8)})
+
+
+def test_every_configuration_and_random_strategies_price_finitely(checked):
+    import math
+    import random
+
+    from tests.cost.graphs import conv
+    rng = random.Random(0)
+    for graph in (checked(mlp(8, 16, 32, activation=True)), checked(conv(4, 4, 16, 3))):
+        model = CostModel(graph, "v100-2x8", num_devices=4)
+        options = SpaceOptions(allow_irregular=True)
+        configs = {op.name: model.configurations(op.name, options) for op in graph.ops}
+        for name, cs in configs.items():
+            for c in cs:
+                cost = model.op_cost(name, c)
+                assert math.isfinite(cost.time_s) and cost.time_s > 0 and cost.memory_bytes > 0
+        for _ in range(60):
+            strategy = {name: rng.choice(cs) for name, cs in configs.items()}
+            plan = model.plan_cost(strategy)
+            assert math.isfinite(plan.time_s) and plan.time_s >= plan.communication_time_s >= 0
+            assert plan.memory_bytes > 0
