@@ -4,6 +4,23 @@
 files in stratagem/cluster/presets/; a family file whose name carries `N` (`a100-Nx8.yaml`,
 `cpu-1xN.yaml`) serves every name of that shape (`a100-4x8`, `cpu-1x2`), with `N` substituted into
 `nodes` or `devices_per_node`.
+
+File format (every bandwidth per direction in bytes/s, every latency in s, per hop):
+
+    name, description, nodes, devices_per_node
+    device:      kind, matrix_flops_per_s {dtype: peak, default: peak}, vector_flops_per_s {...},
+                 memory_bandwidth_bytes_per_s, memory_bytes, launch_overhead_s,
+                 optional matrix_efficiency / vector_efficiency / memory_efficiency: [[size, eta], ...]
+    fabrics:     list of {type: mesh, name, link: {bandwidth_bytes_per_s, latency_s},
+                          pairs: [[local a, local b, links], ...]}
+                         {type: switch, name, link}                      (NVSwitch, loopback)
+                         {type: pcie_tree, name, link, switches: [[local devices], ...],
+                          sockets: [[switch indices], ...], socket_link}
+    network:     nics_per_node, link (NIC <-> network), attach: devices | [vertex per NIC]
+                 (vertices: device:<i>, <switch name>, <tree name>.sw<k>, <tree name>.cpu<s>),
+                 attach_link (device <-> NIC, when NICs attach to devices)
+    collectives: optional protocols [{name, base_latency_s, latency_scale, bandwidth_factor}],
+                 reduction_s_per_byte
 """
 
 from __future__ import annotations

@@ -157,3 +157,21 @@ def test_every_configuration_and_random_strategies_price_finitely(checked):
             plan = model.plan_cost(strategy)
             assert math.isfinite(plan.time_s) and plan.time_s >= plan.communication_time_s >= 0
             assert plan.memory_bytes > 0
+
+
+def test_a_weight_read_by_two_ops_belongs_to_the_first(checked):
+    from stratagem.ir import Graph, Op, Role, TensorSpec
+    graph = checked(Graph.build("tied", [
+        TensorSpec("x1", (8, 16), role=Role.INPUT, sample_dim=0), TensorSpec("x2", (8, 16), role=Role.INPUT,
+                                                                              sample_dim=0),
+        TensorSpec("w", (32, 16), role=Role.WEIGHT), TensorSpec("y1", (8, 32), sample_dim=0),
+        TensorSpec("y2", (8, 32), sample_dim=0)],
+        [Op("fc1", "linear", ("x1", "w"), ("y1",)), Op("fc2", "linear", ("x2", "w"), ("y2",))], ["y1", "y2"]))
+    model = CostModel(graph, "h100-1x8", num_devices=4)
+    dp, mp = Configuration.of(b=4), Configuration.of(j=4)
+    assert model.op_cost("fc2", dp).memory.parameter_bytes == 0 and model.op_cost("fc2", dp).sync == ()
+    assert model.op_cost("fc1", mp).memory.parameter_bytes == 32 * 16 * 4 / 4
+    assert ("w", "fc1", "fc2") in [(e.tensor, e.src_op, e.dst_op) for e in model.edges()]
+    edge = model.edge_cost("w", "fc1", mp, "fc2", dp)
+    assert [s.kind for s in edge.forward_steps] == ["all_gather"]          # S(0) -> R for fc2
+    assert [s.kind for s in edge.backward_steps] == ["reduce_scatter"]     # fc2's P(sum) grad -> S(0)
