@@ -29,8 +29,8 @@ from stratagem.cost.edgecost import build_edge_cost
 from stratagem.cost.layout import TensorLayout
 from stratagem.cost.memory import Optimizer, weight_owner
 from stratagem.cost.opcost import build_op_cost
-from stratagem.cost.redistribute import Redistribution
 from stratagem.cost.oplayouts import OpLayouts
+from stratagem.cost.redistribute import Redistribution
 from stratagem.cost.reschedule import Rescheduler
 from stratagem.errors import ConfigError
 from stratagem.ir import Graph, Role, TensorSpec, dtype_bytes
@@ -45,6 +45,14 @@ class Edge:
 
 
 class CostModel:
+    """Costs of `graph` on the first `num_devices` devices of `cluster` (a Cluster or preset name).
+
+    optimizer: sgd | momentum | adam | adamw; mixed_precision: fp32 optimizer states and master
+    weights; shard_updates: ZeRO-style reduce-scatter + sharded update + all-gather instead of an
+    all-reduce. compute_table / comm_table: measured tables (objects or JSON paths), preferred
+    wherever they have an entry.
+    """
+
     def __init__(self, graph: Graph, cluster: Cluster | str, optimizer: str = "adam",
                  num_devices: int | None = None, compute_table: ComputeTable | str | Path | None = None,
                  comm_table: CommTable | str | Path | None = None, mixed_precision: bool = False,
