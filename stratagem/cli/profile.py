@@ -1,0 +1,115 @@
+"""`stratagem profile ops|comm`: measure op times or collective times on this machine.
+
+    stratagem profile comm --nproc 4 -o comm.json      # launches torchrun itself (gloo on CPU, NCCL on GPU)
+    stratagem profile ops MODEL --devices 8 -o ops.json
+Pass the tables to CostModel(compute_table=..., comm_table=...); they win over the models.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import subprocess
+import sys
+
+from stratagem.errors import ConfigError
+
+COMM_DEFAULTS = {"min_exp": 10, "max_exp": 24, "repeats": 10, "warmup": 2}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="what", metavar="ops|comm", required=True)
+    comm = sub.add_parser("comm", help="collective times per device partitioning and message size")
+    comm.add_argument("-o", "--output", default="comm-table.json")
+    comm.add_argument("--nproc", type=int, default=2, help="processes to launch (without torchrun)")
+    comm.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
+    comm.add_argument("--min-exp", type=int, default=COMM_DEFAULTS["min_exp"], help="smallest size 2^i bytes")
+    comm.add_argument("--max-exp", type=int, default=COMM_DEFAULTS["max_exp"], help="largest size 2^i bytes")
+    comm.add_argument("--repeats", type=int, default=COMM_DEFAULTS["repeats"])
+    comm.add_argument("--warmup", type=int, default=COMM_DEFAULTS["warmup"])
+    comm.add_argument("--kinds", nargs="+", default=None, help="collectives (default: all)")
+    ops = sub.add_parser("ops", help="forward and backward time of every distinct local op of a model")
+    ops.add_argument("model", help="a model zoo name")
+    ops.add_argument("-o", "--output", default="ops-table.json")
+    ops.add_argument("--devices", type=int, default=8, help="devices the search would use")
+    ops.add_argument("--max-axes", type=int, default=3)
+    ops.add_argument("--repeats", type=int, default=10)
+    ops.add_argument("--warmup", type=int, default=2)
+    ops.add_argument("--device", default="cpu", help="torch device to measure on")
+    ops.add_argument("--device-kind", default=None, help="label matching the cluster's device kind")
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_comm(args) if args.what == "comm" else run_ops(args)
+
+
+# ---- comm ----------------------------------------------------------------------------------------
+
+def _under_torchrun() -> bool:
+    return "TORCHELASTIC_RUN_ID" in os.environ or ("RANK" in os.environ and "WORLD_SIZE" in os.environ)
+
+
+def _comm_argv(args: argparse.Namespace) -> list[str]:
+    argv = ["profile", "comm", "-o", args.output, "--backend", args.backend, "--min-exp", str(args.min_exp),
+            "--max-exp", str(args.max_exp), "--repeats", str(args.repeats), "--warmup", str(args.warmup)]
+    return argv + (["--kinds", *args.kinds] if args.kinds else [])
+
+
+def run_comm(args: argparse.Namespace) -> int:
+    if not _under_torchrun():
+        if args.nproc < 2:
+            raise ConfigError("--nproc", expected="at least 2 processes", got=str(args.nproc))
+        command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                   f"--nproc-per-node={args.nproc}", "-m", "stratagem", *_comm_argv(args)]
+        return subprocess.run(command, check=False).returncode
+    import torch
+    import torch.distributed as dist
+
+    from stratagem.runtime.profile_comm import KINDS, CommProfileOptions, profile_world
+
+    backend = args.backend if args.backend != "auto" else ("nccl" if torch.cuda.is_available() else "gloo")
+    local = int(os.environ.get("LOCAL_RANK", 0))
+    device = torch.device(f"cuda:{local}") if backend == "nccl" else torch.device("cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    unknown = sorted(set(args.kinds or ()) - set(KINDS))
+    if unknown:
+        raise ConfigError("--kinds", expected=f"some of {KINDS}", got=str(unknown))
+    dist.init_process_group(backend)
+    try:
+        options = CommProfileOptions(args.min_exp, args.max_exp, args.repeats, args.warmup,
+                                     tuple(args.kinds or KINDS))
+        table = profile_world(options, device)
+        if table is not None:
+            table.save(args.output)
+            print(f"wrote {len(table.series)} series ({table.backend}, {table.world_size} ranks) to {args.output}")
+    finally:
+        dist.destroy_process_group()
+    return 0
+
+
+# ---- ops -----------------------------------------------------------------------------------------
+
+def resolve_model(name: str):
+    try:
+        zoo = importlib.import_module("stratagem.frontend.zoo")
+    except ModuleNotFoundError as error:
+        if error.name not in ("stratagem.frontend.zoo",):
+            raise
+        raise ConfigError(f"cannot build model {name!r}: the model zoo (stratagem.frontend.zoo) is not "
+                          "in this checkout", hint="From Python, call stratagem.runtime.profile_ops."
+                          "profile_graph(graph, num_devices) on a Graph") from None
+    return zoo.build(name)
+
+
+def run_ops(args: argparse.Namespace) -> int:
+    from stratagem.runtime.profile_ops import profile_graph
+    from stratagem.space import SpaceOptions
+
+    graph = resolve_model(args.model)
+    table = profile_graph(graph, args.devices, SpaceOptions(max_axes=args.max_axes), repeats=args.repeats,
+                          warmup=args.warmup, device=args.device, label=args.device_kind)
+    table.save(args.output)
+    print(f"wrote {len(table)} op timings ({table.device_kind}) to {args.output}")
+    return 0

@@ -1,0 +1,32 @@
+"""Clusters: devices, nodes, links and routes, and the time of collectives on them.
+
+    cluster = stratagem.cluster.load("v100-2x8")        # a preset, or a YAML/JSON file path
+    cluster.devices, cluster.node_of(d), cluster.route(src, dst)
+    cluster.collective_time_s("all_reduce", num_bytes, group)
+    cluster.concurrent_collective_time_s("all_reduce", num_bytes, groups)
+
+The planner core: this package does not import torch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from stratagem.cluster.cluster import Cluster
+from stratagem.cluster.collectives import KINDS, Estimate
+from stratagem.cluster.comm_table import CommTable, normalize_groups
+from stratagem.cluster.loader import load_spec, parse_spec, preset_names
+from stratagem.cluster.spec import ClusterSpec, DeviceSpec, EfficiencyCurve
+from stratagem.cluster.topology import Device, Link, Node
+
+
+def load(name_or_path: str | Path, comm_table: CommTable | str | Path | None = None) -> Cluster:
+    """A preset name (`v100-2x8`, `h100-4x8`, `cpu-1x2`) or a .yaml/.json file -> Cluster."""
+    if comm_table is not None and not isinstance(comm_table, CommTable):
+        comm_table = CommTable.load(comm_table)
+    return Cluster(load_spec(name_or_path), comm_table)
+
+
+__all__ = ["KINDS", "Cluster", "ClusterSpec", "CommTable", "Device", "DeviceSpec", "EfficiencyCurve",
+           "Estimate", "Link", "Node", "load", "load_spec", "normalize_groups", "parse_spec",
+           "preset_names"]

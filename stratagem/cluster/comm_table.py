@@ -1,0 +1,105 @@
+"""Profiled collective times per device partitioning and message size (TensorOpt §3.2).
+
+A device partitioning is the set of groups that run one collective at the same time (the groups of
+one mesh axis). The table holds, per (collective, partitioning), times measured at sizes 2^i.
+For a size k with 2^i <= k < 2^(i+1) the bandwidth is interpolated linearly between the measured
+bandwidths at 2^i and 2^(i+1), and t = k / bandwidth (`CommTable.time_s`). Below the smallest
+measured size the smallest size's time is used (latency dominates there); above the largest, its
+bandwidth. Written by `stratagem profile comm` (stratagem/runtime/profile_comm.py).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from stratagem.errors import ConfigError
+
+FORMAT_VERSION = 1
+Groups = tuple[tuple[int, ...], ...]
+
+
+def normalize_groups(groups: Iterable[Iterable[int]]) -> Groups:
+    return tuple(sorted(tuple(sorted(int(d) for d in g)) for g in groups))
+
+
+@dataclass(frozen=True)
+class Series:
+    sizes_bytes: tuple[float, ...]    # ascending
+    times_s: tuple[float, ...]
+
+    def time_s(self, num_bytes: float) -> float:
+        sizes, times = self.sizes_bytes, self.times_s
+        if num_bytes <= sizes[0]:
+            return times[0]
+        if num_bytes >= sizes[-1]:
+            return num_bytes * times[-1] / sizes[-1]
+        i = bisect.bisect_right(sizes, num_bytes) - 1
+        bw0, bw1 = sizes[i] / times[i], sizes[i + 1] / times[i + 1]
+        bandwidth = bw0 + (bw1 - bw0) * (num_bytes - sizes[i]) / (sizes[i + 1] - sizes[i])
+        return num_bytes / bandwidth
+
+
+@dataclass(frozen=True)
+class CommTable:
+    backend: str
+    world_size: int
+    device_kind: str
+    series: Mapping[tuple[str, Groups], Series]
+
+    def time_s(self, kind: str, num_bytes: float, groups: Groups) -> float | None:
+        found = self.series.get((kind, groups))
+        return None if found is None else found.time_s(num_bytes)
+
+    def __contains__(self, key: tuple[str, Groups]) -> bool:
+        return key in self.series
+
+    # ---- files -----------------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {"format_version": FORMAT_VERSION, "table": "comm", "backend": self.backend,
+                "world_size": self.world_size, "device_kind": self.device_kind,
+                "entries": [{"collective": kind, "groups": [list(g) for g in groups],
+                             "sizes_bytes": list(s.sizes_bytes), "times_s": list(s.times_s)}
+                            for (kind, groups), s in sorted(self.series.items())]}
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_json(), indent=1) + "\n")
+
+    @staticmethod
+    def load(path: str | Path) -> "CommTable":
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, json.JSONDecodeError) as error:
+            raise ConfigError(f"communication table {str(path)!r} cannot be read", got=str(error),
+                              hint="Write one with `stratagem profile comm -o FILE`") from None
+        return CommTable.from_json(data, str(path))
+
+    @staticmethod
+    def from_json(data: Any, source: str = "<table>") -> "CommTable":
+        if not isinstance(data, Mapping) or data.get("table") != "comm":
+            raise ConfigError(f"{source}: not a communication table", expected='"table": "comm"',
+                              got=repr(data.get("table") if isinstance(data, Mapping) else data))
+        if data.get("format_version") != FORMAT_VERSION:
+            raise ConfigError(f"{source}: field 'format_version'", expected=str(FORMAT_VERSION),
+                              got=repr(data.get("format_version")))
+        series = {}
+        for i, entry in enumerate(data.get("entries", ())):
+            series[(entry["collective"], normalize_groups(entry["groups"]))] = _series(entry, source, i)
+        return CommTable(str(data.get("backend", "")), int(data.get("world_size", 0)),
+                         str(data.get("device_kind", "")), series)
+
+
+def _series(entry: Mapping[str, Any], source: str, i: int) -> Series:
+    sizes, times = entry.get("sizes_bytes"), entry.get("times_s")
+    valid = (isinstance(sizes, list) and isinstance(times, list) and sizes and len(sizes) == len(times)
+             and all(s > 0 for s in sizes) and all(t > 0 for t in times)
+             and sizes == sorted(set(sizes)))
+    if not valid:
+        raise ConfigError(f"{source}: field 'entries[{i}]' is not valid",
+                          expected="sizes_bytes ascending and times_s, equal lengths, all > 0",
+                          got=f"sizes_bytes={sizes!r}, times_s={times!r}")
+    return Series(tuple(float(s) for s in sizes), tuple(float(t) for t in times))

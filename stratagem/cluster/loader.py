@@ -1,0 +1,245 @@
+"""Cluster files (YAML or JSON) and presets -> ClusterSpec, with errors that name the field.
+
+`load_spec(name_or_path)`: a path to a .yaml/.yml/.json file, or a preset name. Preset names are
+files in stratagem/cluster/presets/; a family file whose name carries `N` (`a100-Nx8.yaml`,
+`cpu-1xN.yaml`) serves every name of that shape (`a100-4x8`, `cpu-1x2`), with `N` substituted into
+`nodes` or `devices_per_node`.
+
+File format (every bandwidth per direction in bytes/s, every latency in s, per hop):
+
+    name, description, nodes, devices_per_node
+    device:      kind, matrix_flops_per_s {dtype: peak, default: peak}, vector_flops_per_s {...},
+                 memory_bandwidth_bytes_per_s, memory_bytes, launch_overhead_s,
+                 optional matrix_efficiency / vector_efficiency / memory_efficiency: [[size, eta], ...]
+    fabrics:     list of {type: mesh, name, link: {bandwidth_bytes_per_s, latency_s},
+                          pairs: [[local a, local b, links], ...]}
+                         {type: switch, name, link}                      (NVSwitch, loopback)
+                         {type: pcie_tree, name, link, switches: [[local devices], ...],
+                          sockets: [[switch indices], ...], socket_link}
+    network:     nics_per_node, link (NIC <-> network), attach: devices | [vertex per NIC]
+                 (vertices: device:<i>, <switch name>, <tree name>.sw<k>, <tree name>.cpu<s>),
+                 attach_link (device <-> NIC, when NICs attach to devices)
+    collectives: optional protocols [{name, base_latency_s, latency_scale, bandwidth_factor}],
+                 reduction_s_per_byte
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from stratagem.cluster.fields import Fields
+from stratagem.cluster.spec import (
+    NCCL_PROTOCOLS, ClusterSpec, DeviceSpec, EfficiencyCurve, Fabric, LinkSpec, MeshFabric,
+    NetworkSpec, PCIeTreeFabric, Protocol, SwitchFabric,
+)
+from stratagem.errors import ConfigError
+
+PRESET_DIR = Path(__file__).parent / "presets"
+_SHAPED = re.compile(r"^(?P<base>[a-z0-9]+)-(?P<nodes>\d+)x(?P<per>\d+)$")
+
+
+def preset_files() -> list[Path]:
+    return sorted(PRESET_DIR.glob("*.yaml"))
+
+
+def preset_names() -> list[str]:
+    return [p.stem for p in preset_files()]
+
+
+def load_spec(name_or_path: str | Path) -> ClusterSpec:
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml", ".json"):
+        if not path.is_file():
+            raise ConfigError(f"cluster file {str(path)!r} not found",
+                              hint="Give a path to a YAML/JSON cluster file or a preset name")
+        return parse_spec(_read(path), str(path))
+    return _load_preset(str(name_or_path))
+
+
+def _read(path: Path) -> Any:
+    text = path.read_text()
+    try:
+        return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as error:
+        raise ConfigError(f"cluster file {str(path)!r} cannot be parsed", got=str(error).splitlines()[0],
+                          hint="Check the file's syntax") from None
+
+
+def _load_preset(name: str) -> ClusterSpec:
+    exact = PRESET_DIR / f"{name}.yaml"
+    if exact.is_file():
+        return parse_spec(_read(exact), exact.name)
+    match = _SHAPED.match(name)
+    if match:
+        base, nodes, per = match["base"], int(match["nodes"]), int(match["per"])
+        for family, key, count in ((f"{base}-Nx{per}", "nodes", nodes),
+                                   (f"{base}-{nodes}xN", "devices_per_node", per)):
+            path = PRESET_DIR / f"{family}.yaml"
+            if path.is_file():
+                if count < 1:
+                    raise ConfigError(f"preset {name!r}", expected=f"{key} >= 1", got=str(count))
+                data = dict(_read(path))
+                data.update({key: count, "name": name})
+                return parse_spec(data, path.name)
+    raise ConfigError(f"no cluster preset {name!r}", expected=f"one of {preset_names()}", got=repr(name),
+                      hint="Families ending in N take any count, e.g. a100-4x8, h100-16x8, cpu-1x4; "
+                           "or give a path to a .yaml/.json file")
+
+
+# ---- parsing -------------------------------------------------------------------------------------
+
+_TOP = {"name", "description", "nodes", "devices_per_node", "device", "fabrics", "network",
+        "collectives", "sources"}
+
+
+def parse_spec(data: Any, source: str) -> ClusterSpec:
+    top = Fields.of(data, source)
+    top.check_known(_TOP)
+    nodes, per = top.integer("nodes"), top.integer("devices_per_node")
+    fabrics = tuple(_fabric(Fields.of(f, source, f"fabrics[{i}]"), per)
+                    for i, f in enumerate(top.sequence("fabrics", [])))
+    network = _network(top.sub("network"), per, fabrics) if top.has("network") else None
+    if nodes > 1 and network is None:
+        raise top.error("network", "a network section when nodes > 1", None)
+    collectives = top.sub("collectives") if top.has("collectives") else Fields({}, source, "collectives")
+    collectives.check_known({"protocols", "reduction_s_per_byte"})
+    return ClusterSpec(
+        name=top.text("name"), description=str(top.raw("description", "")), num_nodes=nodes,
+        devices_per_node=per, device=_device(top.sub("device")), fabrics=fabrics, network=network,
+        protocols=_protocols(collectives),
+        reduction_s_per_byte=collectives.number("reduction_s_per_byte", 0.0, positive=False))
+
+
+def _link(f: Fields) -> LinkSpec:
+    f.check_known({"bandwidth_bytes_per_s", "latency_s"})
+    return LinkSpec(f.number("bandwidth_bytes_per_s"), f.number("latency_s", positive=False))
+
+
+def _curve(f: Fields, key: str, default: EfficiencyCurve) -> EfficiencyCurve:
+    if not f.has(key):
+        return default
+    points = []
+    for i, item in enumerate(f.sequence(key)):
+        if not isinstance(item, (list, tuple)) or len(item) != 2:
+            raise f.error(f"{key}[{i}]", "a [size, efficiency] pair", item)
+        size, eff = f.as_number(f"{key}[{i}]", item[0]), f.as_number(f"{key}[{i}]", item[1])
+        if eff > 1:
+            raise f.error(f"{key}[{i}]", "an efficiency in (0, 1]", eff)
+        points.append((size, eff))
+    if not points or [p[0] for p in points] != sorted({p[0] for p in points}):
+        raise f.error(key, "pairs with sizes strictly ascending", f.raw(key))
+    return EfficiencyCurve(tuple(points))
+
+
+def _device(f: Fields) -> DeviceSpec:
+    f.check_known({"kind", "matrix_flops_per_s", "vector_flops_per_s", "memory_bandwidth_bytes_per_s",
+                   "memory_bytes", "launch_overhead_s", "matrix_efficiency", "vector_efficiency",
+                   "memory_efficiency"})
+    base = DeviceSpec(f.text("kind"), f.number_table("matrix_flops_per_s"),
+                      f.number_table("vector_flops_per_s"), f.number("memory_bandwidth_bytes_per_s"),
+                      f.number("memory_bytes"), f.number("launch_overhead_s", positive=False))
+    return DeviceSpec(base.kind, base.matrix_flops_per_s, base.vector_flops_per_s,
+                      base.memory_bandwidth_bytes_per_s, base.memory_bytes, base.launch_overhead_s,
+                      _curve(f, "matrix_efficiency", base.matrix_efficiency),
+                      _curve(f, "vector_efficiency", base.vector_efficiency),
+                      _curve(f, "memory_efficiency", base.memory_efficiency))
+
+
+_RESERVED = re.compile(r"^(d\d+|nic\d+|net)$")
+
+
+def _fabric(f: Fields, per: int) -> Fabric:
+    kind = f.text("type")
+    if _RESERVED.match(f.text("name")) or "." in f.text("name"):
+        raise f.error("name", "a fabric name other than d<i>, nic<k>, net, without dots", f.raw("name"))
+    if kind == "mesh":
+        f.check_known({"type", "name", "link", "pairs"})
+        return MeshFabric(f.text("name"), _link(f.sub("link")), _pairs(f, per))
+    if kind == "switch":
+        f.check_known({"type", "name", "link"})
+        return SwitchFabric(f.text("name"), _link(f.sub("link")))
+    if kind == "pcie_tree":
+        f.check_known({"type", "name", "link", "switches", "sockets", "socket_link"})
+        switches = _groups(f, "switches", per, "local device")
+        sockets = _groups(f, "sockets", len(switches), "switch index")
+        socket_link = _link(f.sub("socket_link")) if f.has("socket_link") else None
+        if len(sockets) > 1 and socket_link is None:
+            raise f.error("socket_link", "a link between sockets when there are several", None)
+        return PCIeTreeFabric(f.text("name"), _link(f.sub("link")), switches, sockets, socket_link)
+    raise f.error("type", "one of 'mesh', 'switch', 'pcie_tree'", kind)
+
+
+def _pairs(f: Fields, per: int) -> tuple[tuple[int, int, int], ...]:
+    pairs = []
+    for i, item in enumerate(f.sequence("pairs")):
+        ok = (isinstance(item, (list, tuple)) and len(item) == 3 and all(isinstance(x, int) for x in item)
+              and 0 <= item[0] < per and 0 <= item[1] < per and item[0] != item[1] and item[2] >= 1)
+        if not ok:
+            raise f.error(f"pairs[{i}]", f"[device a, device b, links] with devices in 0..{per - 1}", item)
+        pairs.append((item[0], item[1], item[2]))
+    return tuple(pairs)
+
+
+def _groups(f: Fields, key: str, count: int, what: str) -> tuple[tuple[int, ...], ...]:
+    groups, seen = [], set()
+    for i, group in enumerate(f.sequence(key)):
+        if not isinstance(group, (list, tuple)) or not all(
+                isinstance(x, int) and 0 <= x < count and x not in seen for x in group):
+            raise f.error(f"{key}[{i}]", f"a list of distinct {what}s in 0..{count - 1}", group)
+        seen.update(group)
+        groups.append(tuple(group))
+    return tuple(groups)
+
+
+def _network(f: Fields, per: int, fabrics: tuple[Fabric, ...]) -> NetworkSpec:
+    f.check_known({"nics_per_node", "link", "attach", "attach_link"})
+    nics = f.integer("nics_per_node")
+    attach_raw = f.raw("attach")
+    if attach_raw == "devices":
+        if nics != per:
+            raise f.error("attach", f"'devices' only with one NIC per device ({per})", attach_raw)
+        attach = tuple(f"device:{i}" for i in range(nics))
+    else:
+        attach = tuple(str(a) for a in f.sequence("attach"))
+        if len(attach) != nics:
+            raise f.error("attach", f"{nics} entries (one per NIC) or 'devices'", attach_raw)
+    known = host_vertices(fabrics) | {f"device:{i}" for i in range(per)}
+    for i, vertex in enumerate(attach):
+        if vertex not in known:
+            raise f.error(f"attach[{i}]", f"one of {sorted(known)}", vertex)
+    needs_attach_link = any(a.startswith("device:") for a in attach)
+    attach_link = _link(f.sub("attach_link")) if f.has("attach_link") else None
+    if needs_attach_link and attach_link is None:
+        raise f.error("attach_link", "the device-to-NIC link when NICs attach to devices", None)
+    return NetworkSpec(nics, _link(f.sub("link")), attach, attach_link)
+
+
+def host_vertices(fabrics: tuple[Fabric, ...]) -> set[str]:
+    """Names of the non-device vertices fabrics create (NICs may attach to them)."""
+    names: set[str] = set()
+    for fabric in fabrics:
+        if isinstance(fabric, SwitchFabric):
+            names.add(fabric.name)
+        elif isinstance(fabric, PCIeTreeFabric):
+            names.update(f"{fabric.name}.sw{k}" for k in range(len(fabric.switches)))
+            names.update(f"{fabric.name}.cpu{s}" for s in range(len(fabric.sockets)))
+    return names
+
+
+def _protocols(f: Fields) -> tuple[Protocol, ...]:
+    if not f.has("protocols"):
+        return NCCL_PROTOCOLS
+    found = []
+    for i, item in enumerate(f.sequence("protocols")):
+        p = Fields.of(item, f.source, f.where(f"protocols[{i}]"))
+        p.check_known({"name", "base_latency_s", "latency_scale", "bandwidth_factor"})
+        found.append(Protocol(p.text("name"), p.number("base_latency_s", positive=False),
+                              p.number("latency_scale", positive=False), p.number("bandwidth_factor")))
+    if not found:
+        raise f.error("protocols", "at least one protocol", [])
+    return tuple(found)

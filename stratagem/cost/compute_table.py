@@ -1,0 +1,103 @@
+"""Measured op times (FlexFlow §5, assumption A1): each distinct local op measured once.
+
+An entry's key is what decides a kernel's time: (op kind, local input shapes, input dtypes,
+attributes, which inputs need gradients). `ProfileRequest` is one such op to measure (the core
+decides which, `profile_requests`); stratagem/runtime/profile_ops.py measures requests with torch
+and writes a `ComputeTable`, which the cost model prefers to the roofline.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from stratagem.errors import ConfigError
+from stratagem.ir import Attrs
+
+FORMAT_VERSION = 1
+Key = tuple[str, tuple[tuple[int, ...], ...], tuple[str, ...], Attrs, tuple[bool, ...]]
+
+
+@dataclass(frozen=True)
+class ProfileRequest:
+    kind: str
+    input_shapes: tuple[tuple[int, ...], ...]
+    input_dtypes: tuple[str, ...]
+    attrs: Attrs
+    requires_grad: tuple[bool, ...]
+    output_shape: tuple[int, ...]
+
+    @property
+    def key(self) -> Key:
+        return (self.kind, self.input_shapes, self.input_dtypes, self.attrs, self.requires_grad)
+
+    def __str__(self) -> str:
+        args = ", ".join(f"{dt}{list(s)}{'*' if g else ''}"
+                         for s, dt, g in zip(self.input_shapes, self.input_dtypes, self.requires_grad))
+        return f"{self.kind}({args}) -> {list(self.output_shape)}"
+
+
+@dataclass(frozen=True)
+class OpTiming:
+    forward_time_s: float
+    backward_time_s: float       # 0 when no input needs a gradient
+    repeats: int
+
+
+@dataclass(frozen=True)
+class ComputeTable:
+    device_kind: str
+    entries: Mapping[Key, OpTiming]
+
+    def lookup(self, request: ProfileRequest) -> OpTiming | None:
+        return self.entries.get(request.key)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def merged(self, other: "ComputeTable") -> "ComputeTable":
+        return ComputeTable(self.device_kind, {**self.entries, **other.entries})
+
+    def to_json(self) -> dict[str, Any]:
+        rows = []
+        for (kind, shapes, dtypes, attrs, grads), t in self.entries.items():
+            rows.append({"kind": kind, "input_shapes": [list(s) for s in shapes], "input_dtypes": list(dtypes),
+                         "attrs": attrs.to_json(), "requires_grad": list(grads),
+                         "forward_time_s": t.forward_time_s, "backward_time_s": t.backward_time_s,
+                         "repeats": t.repeats})
+        return {"format_version": FORMAT_VERSION, "table": "ops", "device_kind": self.device_kind,
+                "entries": rows}
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_json(), indent=1) + "\n")
+
+    @staticmethod
+    def load(path: str | Path) -> "ComputeTable":
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, json.JSONDecodeError) as error:
+            raise ConfigError(f"op time table {str(path)!r} cannot be read", got=str(error),
+                              hint="Write one with `stratagem profile ops MODEL -o FILE`") from None
+        return ComputeTable.from_json(data, str(path))
+
+    @staticmethod
+    def from_json(data: Any, source: str = "<table>") -> "ComputeTable":
+        if not isinstance(data, Mapping) or data.get("table") != "ops":
+            raise ConfigError(f"{source}: not an op time table", expected='"table": "ops"',
+                              got=repr(data.get("table") if isinstance(data, Mapping) else data))
+        if data.get("format_version") != FORMAT_VERSION:
+            raise ConfigError(f"{source}: field 'format_version'", expected=str(FORMAT_VERSION),
+                              got=repr(data.get("format_version")))
+        entries = {}
+        for i, row in enumerate(data.get("entries", ())):
+            try:
+                key = (row["kind"], tuple(tuple(s) for s in row["input_shapes"]), tuple(row["input_dtypes"]),
+                       Attrs(row["attrs"]), tuple(bool(g) for g in row["requires_grad"]))
+                entries[key] = OpTiming(float(row["forward_time_s"]), float(row["backward_time_s"]),
+                                        int(row["repeats"]))
+            except (KeyError, TypeError, ValueError) as error:
+                raise ConfigError(f"{source}: field 'entries[{i}]' is not valid", got=repr(error)) from None
+        return ComputeTable(str(data.get("device_kind", "")), entries)

@@ -1,0 +1,96 @@
+"""Edge cost (TensorOpt Eq. 2): re-scheduling one tensor between two ops, both directions.
+
+    forward   source layout -> each distinct layout the consumer reads the tensor in
+              source: the producer's output; for a weight, its owner's input layout; for a graph
+              input, the data loader's layout (data parallel over all devices, TensorOpt §4.2
+              "Data loading": S(sample dim) on a 1-D mesh, R if the tensor has no sample dim)
+    backward  (only if the tensor needs a gradient and has a source op) the consumer's
+              input-gradient layout -> the producer's output-gradient layout
+    reuse     when producer and consumer both keep the tensor for backward (TensorOpt §4.2):
+              no re-scheduling -> one shared buffer (`shared`: the consumer's copy is not extra);
+              otherwise keep_both (default), keep_before, keep_after (costs.ReuseOption)
+"""
+
+from __future__ import annotations
+
+from stratagem.cost.costs import EdgeCost, ReuseOption
+from stratagem.cost.layout import TensorLayout, output_layout
+from stratagem.cost.memory import saved_tensors
+from stratagem.cost.redistribute import Redistribution
+from stratagem.errors import GraphError
+from stratagem.ir import Role, dtype_bytes
+from stratagem.space import REPLICATE, Configuration, Shard
+
+
+def loader_layout(spec, num_devices: int) -> TensorLayout:
+    placement = REPLICATE if spec.sample_dim is None else Shard(spec.sample_dim)
+    return TensorLayout(0, (num_devices,), (placement,)) if num_devices > 1 else TensorLayout(0, (), ())
+
+
+def source_layouts(model, tensor: str, src_op: str | None, src_config: Configuration | None
+                   ) -> tuple[TensorLayout, TensorLayout | None]:
+    """(forward source layout, backward target layout or None)."""
+    graph = model.graph
+    if src_op is None:
+        spec = graph.tensors[tensor]
+        if spec.role is not Role.INPUT:
+            raise GraphError(f"tensor {tensor!r} has no source op",
+                             hint="Only graph inputs come from the data loader; pass the producer "
+                                  "(or, for a weight, the op that owns it)")
+        return loader_layout(spec, model.num_devices), None
+    op = graph.op(src_op)
+    if tensor in op.outputs:
+        lay = model.layout(src_op, src_config)
+        return output_layout(lay), output_layout(lay, gradient=True)
+    if tensor in op.inputs:
+        i = op.inputs.index(tensor)
+        return (model.input_layout(src_op, src_config, i),
+                model.input_layout(src_op, src_config, i, gradient=True))
+    raise GraphError(f"op {src_op!r} neither produces nor reads tensor {tensor!r}")
+
+
+def build_edge_cost(model, tensor: str, src_op: str | None, src_config: Configuration | None,
+                    dst_op: str, dst_config: Configuration) -> EdgeCost:
+    graph = model.graph
+    spec = graph.tensors[tensor]
+    consumer = graph.op(dst_op)
+    positions = [i for i, t in enumerate(consumer.inputs) if t == tensor]
+    if not positions:
+        raise GraphError(f"op {dst_op!r} does not read tensor {tensor!r}")
+    src, grad_target = source_layouts(model, tensor, src_op, src_config)
+    dst = _distinct(model.input_layout(dst_op, dst_config, i) for i in positions)
+    forward = [model.reschedule(spec, src, lay) for lay in dst]
+    backward: list[Redistribution] = []
+    if grad_target is not None and tensor in graph.requires_grad:
+        grads = _distinct(model.input_layout(dst_op, dst_config, i, gradient=True) for i in positions)
+        backward = [model.reschedule(spec, g, grad_target) for g in grads]
+    reuse = _reuse(model, tensor, src_op, dst_op, src, dst[0], forward[0])
+    default = reuse[0] if reuse else None
+    moves = [r for r in forward + backward if r.steps]
+    return EdgeCost(tuple(s for r in forward for s in r.steps), tuple(s for r in backward for s in r.steps),
+                    sum(r.time_s for r in forward), sum(r.time_s for r in backward),
+                    default.memory_delta_bytes if default else 0.0,
+                    max((r.peak_bytes for r in moves), default=0.0), reuse,
+                    default.name if default else None)
+
+
+def _distinct(layouts) -> list[TensorLayout]:
+    return list(dict.fromkeys(layouts))
+
+
+def _reuse(model, tensor: str, src_op: str | None, dst_op: str, src: TensorLayout, dst: TensorLayout,
+           forward: Redistribution) -> tuple[ReuseOption, ...]:
+    graph = model.graph
+    if src_op is None or tensor not in saved_tensors(graph, graph.op(src_op)) \
+            or tensor not in saved_tensors(graph, graph.op(dst_op)):
+        return ()
+    spec = graph.tensors[tensor]
+    itemsize = dtype_bytes(spec.dtype)
+    src_bytes = float(src.local_num_elements(spec.shape) * itemsize)
+    dst_bytes = float(dst.local_num_elements(spec.shape) * itemsize)
+    if not forward.steps:
+        return (ReuseOption("shared", -dst_bytes, (), 0.0),)
+    back = model.reschedule(spec, dst, src)
+    return (ReuseOption("keep_both", 0.0, (), 0.0),
+            ReuseOption("keep_before", -dst_bytes, forward.steps, forward.time_s),
+            ReuseOption("keep_after", -src_bytes, back.steps, back.time_s))

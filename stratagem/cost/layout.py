@@ -1,0 +1,147 @@
+"""Where a tensor lives: a device block seen as a row-major mesh, and a placement per mesh axis.
+
+A `TensorLayout` is the producer's output or a consumer's input under a configuration: the block
+[first, first + prod(mesh)), device index = first + row-major mesh coordinates, and one placement
+per axis (S(d), R, P(sum); None where the analysis found a valid but irregular split, e.g. a
+convolution halo, in which case `boxes` gives every device's region explicitly).
+
+When several axes shard one dim, the outer axis splits first (DTensor's default shard order, and
+`Configuration.part`): a device's chunk index of dim d is the mixed-radix number of its coordinates
+on the axes sharding d, outermost most significant; the chunk is [i*n//k, (i+1)*n//k)
+(`device_box`), the same even split as `Analysis.chunk`.
+
+`refine` puts two layouts on different meshes over the same block onto their coarsest common
+refinement: each axis split into sub-axes (row-major, so an axis of 4 becomes 2 x 2 with the same
+device order), the cut points being the union of both meshes' prefix products; it exists when each
+cut divides the next. A placement on an axis holds on each of its sub-axes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from stratagem.space import OpLayout, Partial, Placement, Shard
+
+Box = tuple[tuple[int, int], ...]      # per dim, half-open [start, stop)
+
+
+@dataclass(frozen=True)
+class TensorLayout:
+    first_device: int
+    mesh_shape: tuple[int, ...]
+    placements: tuple[Placement | None, ...]
+    boxes: tuple[Box, ...] | None = None     # per device of the block, when irregular
+
+    @property
+    def num_devices(self) -> int:
+        return math.prod(self.mesh_shape)
+
+    @property
+    def devices(self) -> range:
+        return range(self.first_device, self.first_device + self.num_devices)
+
+    @property
+    def is_regular(self) -> bool:
+        return all(p is not None for p in self.placements)
+
+    @property
+    def has_partial(self) -> bool:
+        return any(isinstance(p, Partial) for p in self.placements)
+
+    def coordinates(self, device: int) -> tuple[int, ...]:
+        offset, coords = device - self.first_device, []
+        for size in reversed(self.mesh_shape):
+            coords.append(offset % size)
+            offset //= size
+        return tuple(reversed(coords))
+
+    def axis_groups(self, axes: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+        """Device groups that differ only in the coordinates of `axes` (flattened together)."""
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for device in self.devices:
+            coords = self.coordinates(device)
+            key = tuple(c for a, c in enumerate(coords) if a not in axes)
+            groups.setdefault(key, []).append(device)
+        return tuple(tuple(g) for g in groups.values())
+
+    def shard_degree(self, dim: int) -> int:
+        return math.prod(s for s, p in zip(self.mesh_shape, self.placements) if p == Shard(dim))
+
+    def local_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """The largest local block (uneven splits round up); irregular: the largest box."""
+        if self.boxes is not None:
+            return tuple(max(b[d][1] - b[d][0] for b in self.boxes) for d in range(len(shape)))
+        return tuple(-(-n // self.shard_degree(d)) for d, n in enumerate(shape))
+
+    def local_num_elements(self, shape: tuple[int, ...]) -> int:
+        return math.prod(self.local_shape(shape))
+
+    def with_placement(self, axis: int, placement: Placement) -> "TensorLayout":
+        placements = list(self.placements)
+        placements[axis] = placement
+        return replace(self, placements=tuple(placements))
+
+    def device_box(self, device: int, shape: tuple[int, ...]) -> Box:
+        if self.boxes is not None:
+            return self.boxes[device - self.first_device]
+        coords = self.coordinates(device)
+        box = []
+        for d, n in enumerate(shape):
+            index, count = 0, 1
+            for size, p, c in zip(self.mesh_shape, self.placements, coords):
+                if p == Shard(d):
+                    index, count = index * size + c, count * size
+            box.append((index * n // count, (index + 1) * n // count))
+        return tuple(box)
+
+    def __str__(self) -> str:
+        body = ",".join("?" if p is None else str(p) for p in self.placements) or "whole"
+        mesh = "x".join(map(str, self.mesh_shape)) or "1"
+        return f"({body})@{self.first_device}[{mesh}]"
+
+
+def output_layout(op_layout: OpLayout, gradient: bool = False) -> TensorLayout:
+    config = op_layout.config
+    placements = op_layout.output_gradient if gradient else op_layout.outputs
+    return TensorLayout(config.first_device, config.mesh_shape, tuple(placements))
+
+
+def input_layout(op_layout: OpLayout, index: int, gradient: bool = False,
+                 boxes: tuple[Box, ...] | None = None) -> TensorLayout:
+    config = op_layout.config
+    placements = (op_layout.input_gradients if gradient else op_layout.inputs)[index]
+    regular = all(p is not None for p in placements)
+    return TensorLayout(config.first_device, config.mesh_shape, tuple(placements),
+                        None if regular else boxes)
+
+
+def whole_on(device: int) -> TensorLayout:
+    return TensorLayout(device, (), ())
+
+
+def _cuts(shape: tuple[int, ...]) -> set[int]:
+    return {math.prod(shape[: k + 1]) for k in range(len(shape))}
+
+
+def refine(a: TensorLayout, b: TensorLayout) -> tuple[TensorLayout, TensorLayout] | None:
+    """Both layouts on their common refinement mesh, or None if the meshes have none."""
+    if a.first_device != b.first_device or a.num_devices != b.num_devices:
+        return None
+    if a.mesh_shape == b.mesh_shape:
+        return a, b
+    cuts = sorted(_cuts(a.mesh_shape) | _cuts(b.mesh_shape))
+    if any(hi % lo for lo, hi in zip(cuts, cuts[1:])):
+        return None
+    sizes = tuple(hi // lo for lo, hi in zip([1, *cuts], cuts))
+    return _onto(a, cuts, sizes), _onto(b, cuts, sizes)
+
+
+def _onto(layout: TensorLayout, cuts: list[int], sizes: tuple[int, ...]) -> TensorLayout:
+    placements, axis, prefix = [], 0, layout.mesh_shape[0] if layout.mesh_shape else 1
+    for cut in cuts:
+        while cut > prefix:
+            axis += 1
+            prefix *= layout.mesh_shape[axis]
+        placements.append(layout.placements[axis])
+    return TensorLayout(layout.first_device, sizes, tuple(placements), layout.boxes)

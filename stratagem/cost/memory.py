@@ -1,0 +1,100 @@
+"""Memory of one device under an op's configuration (TensorOpt Eq. 1: m = m_p + m_t).
+
+    parameter_bytes  = sum over the op's own weights and buffers of the local shard (param dtype)
+    gradient_bytes   = the local shard of every trainable weight (param dtype)
+    optimizer_bytes  = local shard elements x (states x state bytes + master bytes) / update shards
+                       SGD 0 states, momentum 1, Adam/AdamW 2; states in fp32 under mixed precision
+                       (plus a 4-byte fp32 master copy), in the param dtype otherwise
+    activation_bytes = the local blocks of the tensors autograd keeps for the op's backward
+    temporary_bytes  = transient buffers (re-scheduling intermediates are on the edges)
+
+Which tensors an op keeps (`saved_tensors`): `Op.saved` when capture recorded it; otherwise the
+default rule below, after what PyTorch's autograd formulas keep (derivatives.yaml):
+  - nothing if no input needs a gradient (nothing to differentiate);
+  - nothing for ops whose gradient needs no values (`KEEPS_NOTHING`: add, sub, neg, views, cat);
+  - the output for ops whose gradient is written in their output (`KEEPS_OUTPUT`: softmax, relu,
+    sigmoid, tanh, exp);
+  - otherwise every input that is not a weight or buffer (a linear keeps x to form dW = x^T dY;
+    its weight is already counted in parameter_bytes).
+A weight belongs to the first op that reads it (`weight_owner`); other readers get it over an edge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stratagem.errors import ConfigError
+from stratagem.ir import Graph, Op, Role
+
+OPTIMIZER_STATES = {"sgd": 0, "momentum": 1, "adam": 2, "adamw": 2}
+KEEPS_NOTHING = frozenset({"add", "sub", "neg", "cat", "merge", "reshape", "view", "transpose",
+                           "permute", "expand", "split", "slice", "identity", "flatten"})
+KEEPS_OUTPUT = frozenset({"softmax", "log_softmax", "relu", "sigmoid", "tanh", "exp"})
+PARAMETER_ROLES = (Role.WEIGHT, Role.BUFFER)
+
+
+@dataclass(frozen=True)
+class MemoryCost:
+    parameter_bytes: float
+    gradient_bytes: float
+    optimizer_bytes: float
+    activation_bytes: float
+    temporary_bytes: float
+
+    @property
+    def total_bytes(self) -> float:
+        return (self.parameter_bytes + self.gradient_bytes + self.optimizer_bytes
+                + self.activation_bytes + self.temporary_bytes)
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    name: str
+    mixed_precision: bool = False
+
+    def __post_init__(self) -> None:
+        if self.name not in OPTIMIZER_STATES:
+            raise ConfigError("unknown optimizer", expected=f"one of {sorted(OPTIMIZER_STATES)}",
+                              got=repr(self.name))
+
+    @property
+    def states(self) -> int:
+        return OPTIMIZER_STATES[self.name]
+
+    def state_bytes_per_element(self, param_itemsize: int) -> int:
+        state_itemsize = 4 if self.mixed_precision else param_itemsize
+        return self.states * state_itemsize + (4 if self.mixed_precision else 0)
+
+    def update_traffic_per_element(self, param_itemsize: int) -> int:
+        """Bytes an optimizer step moves per element: read/write param, read grad, read/write states."""
+        return 3 * param_itemsize + 2 * self.state_bytes_per_element(param_itemsize)
+
+
+def weight_owner(graph: Graph, tensor: str) -> str | None:
+    readers = graph.consumers.get(tensor, ())
+    return readers[0].name if readers else None
+
+
+def owned_parameters(graph: Graph, op: Op) -> tuple[int, ...]:
+    """Input positions of the weights and buffers this op owns (first occurrence of each)."""
+    found, seen = [], set()
+    for i, t in enumerate(op.inputs):
+        if t in seen:
+            continue
+        seen.add(t)
+        if graph.tensors[t].role in PARAMETER_ROLES and weight_owner(graph, t) == op.name:
+            found.append(i)
+    return tuple(found)
+
+
+def saved_tensors(graph: Graph, op: Op) -> tuple[str, ...]:
+    """Activations (inputs or outputs of `op`) that autograd keeps for its backward."""
+    if op.saved is not None:
+        mine = set(op.inputs) | set(op.outputs)
+        return tuple(t for t in dict.fromkeys(op.saved)
+                     if t in mine and graph.tensors[t].role not in PARAMETER_ROLES)
+    if not any(t in graph.requires_grad for t in op.inputs) or op.kind in KEEPS_NOTHING:
+        return ()
+    if op.kind in KEEPS_OUTPUT:
+        return tuple(op.outputs)
+    return tuple(t for t in dict.fromkeys(op.inputs) if graph.tensors[t].role not in PARAMETER_ROLES)

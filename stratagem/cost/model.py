@@ -1,0 +1,170 @@
+"""CostModel: operator and edge costs of any configuration on any cluster (TensorOpt §2.1).
+
+    m(o, s) = m_p + m_t,   t(o, s) = t_c + t_s                          Eq. 1   op_cost
+    m(e, s_i, s_j) = reuse delta,   t(e, s_i, s_j) = t_x                 Eq. 2   edge_cost
+    t(S) = sum_o t(o) + sum_e t(e);  c(S) = sum_o t_s + sum_e t_x         Eq. 3   plan_cost
+    m(S) = max over devices of the ops' and edges' memory there, plus the largest transient
+
+The parts: compute times (cost.compute: roofline, or a measured `ComputeTable`), collectives
+(cluster.Cluster: alpha-beta on the links used, contention, or a profiled `CommTable`), memory
+(cost.memory), gradient sync and update (cost.opcost), re-scheduling (cost.reschedule: the
+collective state machine, or point-to-point transfers) and tensor reuse (cost.edgecost).
+
+Searches call op_cost and edge_cost millions of times: both are memoized per argument tuple, and
+everything under them (layouts, re-scheduling plans, collective times) is memoized too, so a
+repeated call is one dictionary lookup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from stratagem.cluster import Cluster, CommTable, load
+from stratagem.cost.compute import ComputeModel
+from stratagem.cost.compute_table import ComputeTable, ProfileRequest
+from stratagem.cost.costs import EdgeCost, OpCost, PlanCost
+from stratagem.cost.edgecost import build_edge_cost
+from stratagem.cost.layout import TensorLayout
+from stratagem.cost.memory import Optimizer, weight_owner
+from stratagem.cost.opcost import build_op_cost
+from stratagem.cost.redistribute import Redistribution
+from stratagem.cost.oplayouts import OpLayouts
+from stratagem.cost.reschedule import Rescheduler
+from stratagem.errors import ConfigError
+from stratagem.ir import Graph, Role, TensorSpec, dtype_bytes
+from stratagem.space import Configuration, OpLayout, SpaceOptions, enumerate_configurations
+
+
+@dataclass(frozen=True)
+class Edge:
+    tensor: str
+    src_op: str | None      # None: a graph input, from the data loader
+    dst_op: str
+
+
+class CostModel:
+    def __init__(self, graph: Graph, cluster: Cluster | str, optimizer: str = "adam",
+                 num_devices: int | None = None, compute_table: ComputeTable | str | Path | None = None,
+                 comm_table: CommTable | str | Path | None = None, mixed_precision: bool = False,
+                 shard_updates: bool = False):
+        cluster = load(cluster) if isinstance(cluster, str) else cluster
+        if comm_table is not None:
+            cluster = cluster.with_comm_table(comm_table if isinstance(comm_table, CommTable)
+                                              else CommTable.load(comm_table))
+        if isinstance(compute_table, (str, Path)):
+            compute_table = ComputeTable.load(compute_table)
+        self.graph, self.cluster = graph, cluster
+        self.num_devices = num_devices or cluster.num_devices
+        if not 1 <= self.num_devices <= cluster.num_devices:
+            raise ConfigError("num_devices out of range", expected=f"1..{cluster.num_devices}",
+                              got=str(num_devices))
+        self.optimizer = Optimizer(optimizer, mixed_precision)
+        self.shard_updates = shard_updates
+        self.device = cluster.devices[0].spec
+        self.compute = ComputeModel(self.device, compute_table)
+        self.layouts = OpLayouts(graph)
+        self.analyses = self.layouts.analyses
+        self.rescheduler = Rescheduler(cluster, self.price)
+        self._ops: dict[tuple[str, Configuration], OpCost] = {}
+        self._edges: dict[tuple, EdgeCost] = {}
+        self._prices: dict[tuple, float] = {}
+        self._configs: dict[tuple[str, SpaceOptions], tuple[Configuration, ...]] = {}
+        self._edge_list: tuple[Edge, ...] | None = None
+
+    # ---- public API ---------------------------------------------------------------------------------
+    def op_cost(self, op_name: str, config: Configuration) -> OpCost:
+        key = (op_name, config)
+        found = self._ops.get(key)
+        if found is None:
+            found = self._ops[key] = build_op_cost(self, op_name, self._checked(config))
+        return found
+
+    def edge_cost(self, tensor: str, src_op: str | None, src_config: Configuration | None,
+                  dst_op: str, dst_config: Configuration) -> EdgeCost:
+        key = (tensor, src_op, src_config, dst_op, dst_config)
+        found = self._edges.get(key)
+        if found is None:
+            found = self._edges[key] = build_edge_cost(self, tensor, src_op, src_config, dst_op,
+                                                       self._checked(dst_config))
+        return found
+
+    def configurations(self, op_name: str, options: SpaceOptions = SpaceOptions()) -> tuple[Configuration, ...]:
+        key = (op_name, options)
+        if key not in self._configs:
+            self._configs[key] = enumerate_configurations(self.analyses[op_name], self.num_devices, options)
+        return self._configs[key]
+
+    def edges(self) -> tuple[Edge, ...]:
+        """Every (tensor, source op, consumer) pair a strategy pays re-scheduling for."""
+        if self._edge_list is None:
+            found = []
+            for op in self.graph.ops:
+                for t in dict.fromkeys(op.inputs):
+                    source = self._source_of(t)
+                    if source is not False and source != op.name:
+                        found.append(Edge(t, source, op.name))
+            self._edge_list = tuple(found)
+        return self._edge_list
+
+    def plan_cost(self, strategy: Mapping[str, Configuration]) -> PlanCost:
+        missing = [op.name for op in self.graph.ops if op.name not in strategy]
+        if missing:
+            raise ConfigError("strategy lacks ops", expected="a configuration for every op",
+                              got=f"none for {missing[:5]}")
+        memory = [0.0] * self.num_devices
+        time_s = communication_s = compute_s = transient = 0.0
+        for op in self.graph.ops:
+            config = strategy[op.name]
+            cost = self.op_cost(op.name, config)
+            time_s, compute_s = time_s + cost.time_s, compute_s + cost.compute_time_s
+            communication_s += cost.sync_time_s
+            transient = max(transient, cost.memory.temporary_bytes)
+            for d in config.devices:
+                memory[d] += cost.memory_bytes - cost.memory.temporary_bytes
+        for edge in self.edges():
+            src = strategy[edge.src_op] if edge.src_op else None
+            cost = self.edge_cost(edge.tensor, edge.src_op, src, edge.dst_op, strategy[edge.dst_op])
+            time_s, communication_s = time_s + cost.time_s, communication_s + cost.time_s
+            transient = max(transient, cost.temporary_bytes)
+            for d in strategy[edge.dst_op].devices:
+                memory[d] += cost.extra_memory_bytes
+        peaks = tuple(m + transient for m in memory)
+        return PlanCost(time_s, max(peaks), communication_s, compute_s, peaks)
+
+    # ---- shared pieces (used by opcost and edgecost) -------------------------------------------------
+    def price(self, kind: str, num_bytes: float, groups: tuple[tuple[int, ...], ...]) -> float:
+        key = (kind, num_bytes, groups)
+        found = self._prices.get(key)
+        if found is None:
+            found = self._prices[key] = self.cluster.concurrent_collective_time_s(kind, num_bytes, groups)
+        return found
+
+    def layout(self, op_name: str, config: Configuration) -> OpLayout:
+        return self.layouts.layout(op_name, config)
+
+    def input_layout(self, op_name: str, config: Configuration, index: int, gradient: bool = False
+                     ) -> TensorLayout:
+        return self.layouts.input_layout(op_name, config, index, gradient)
+
+    def reschedule(self, spec: TensorSpec, src: TensorLayout, dst: TensorLayout) -> Redistribution:
+        return self.rescheduler.plan(spec.shape, dtype_bytes(spec.dtype), src, dst)
+
+    def profile_request(self, op_name: str, config: Configuration) -> ProfileRequest:
+        return self.layouts.profile_request(op_name, config)
+
+    def _source_of(self, tensor: str) -> str | None | bool:
+        """The op a tensor comes from (owner for weights), None for graph inputs, False if none."""
+        spec = self.graph.tensors[tensor]
+        if tensor in self.graph.producer:
+            return self.graph.producer[tensor].name
+        if spec.role in (Role.WEIGHT, Role.BUFFER):
+            return weight_owner(self.graph, tensor)
+        return None if spec.role is Role.INPUT else False
+
+    def _checked(self, config: Configuration) -> Configuration:
+        if config.devices.stop > self.num_devices:
+            raise ConfigError(f"configuration {config} uses devices beyond the model's {self.num_devices}",
+                              hint="Use configurations from CostModel.configurations")
+        return config

@@ -1,0 +1,112 @@
+"""Operator cost under one configuration (TensorOpt Eq. 1), per device of the configuration.
+
+    forward, backward   compute.ComputeModel.times (table, else roofline)
+    sync                for the op's own trainable weights whose gradient is P(sum) on some mesh
+                        axes (replicated weight, axis splitting other dims: data parallelism),
+                        one all-reduce of the local gradient shard over those axes, flattened into
+                        one group per coordinate of the other axes, all groups at once; weights with
+                        the same axes share one bucket (as DDP's gradient buckets). With
+                        `shard_updates` (ZeRO-style) a reduce-scatter, the update of 1/p of the
+                        shard, and an all-gather of the updated parameters instead.
+    update              one memory-bound pass of the optimizer over the local shard (/p sharded)
+    memory              memory.MemoryCost
+"""
+
+from __future__ import annotations
+
+import math
+
+from stratagem.cost.compute import is_contraction, local_extents
+from stratagem.cost.costs import OpCost
+from stratagem.cost.layout import TensorLayout, output_layout
+from stratagem.cost.memory import MemoryCost, owned_parameters, saved_tensors
+from stratagem.cost.steps import CommStep
+from stratagem.ir import Role, dtype_bytes
+from stratagem.space import Configuration, Partial
+
+
+def build_op_cost(model, op_name: str, config: Configuration) -> OpCost:
+    op, graph = model.graph.op(op_name), model.graph
+    analysis = model.analyses[op_name]
+    inputs = [model.input_layout(op_name, config, i) for i in range(len(op.inputs))]
+    output = output_layout(model.layout(op_name, config))
+    in_bytes = sum(lay.local_num_elements(graph.tensors[t].shape) * dtype_bytes(graph.tensors[t].dtype)
+                   for lay, t in zip(inputs, op.inputs))
+    out_bytes = sum(_local_bytes(graph, t, output) for t in op.outputs)
+    dtype = graph.tensors[op.outputs[0]].dtype
+    flops = analysis.flops(local_extents(analysis, config.degrees))
+    times = model.compute.times(model.profile_request(op_name, config), flops, in_bytes + out_bytes,
+                                dtype, is_contraction(analysis))
+    weights = [i for i in owned_parameters(graph, op) if graph.tensors[op.inputs[i]].role is Role.WEIGHT]
+    grads = {i: model.input_layout(op_name, config, i, gradient=True) for i in weights}
+    sync = _sync_steps(model, op, inputs, grads)
+    shards = _update_shards(model, grads)
+    return OpCost(times.forward_time_s, times.backward_time_s,
+                  _update_time_s(model, op, inputs, shards), sync,
+                  sum((s.time_s for s in sync), 0.0), _memory(model, op, inputs, output, shards),
+                  times.source)
+
+
+def _local_bytes(graph, tensor: str, layout: TensorLayout) -> float:
+    spec = graph.tensors[tensor]
+    return float(layout.local_num_elements(spec.shape) * dtype_bytes(spec.dtype))
+
+
+def _partial_axes(layout: TensorLayout) -> tuple[int, ...]:
+    """Axes on which a weight's gradient is partial (irregular axes counted as partial)."""
+    return tuple(a for a, p in enumerate(layout.placements) if p is None or isinstance(p, Partial))
+
+
+def _sync_steps(model, op, inputs: list[TensorLayout], grads: dict[int, TensorLayout]
+                ) -> tuple[CommStep, ...]:
+    buckets: dict[tuple[int, ...], float] = {}
+    for i, grad in grads.items():
+        axes = _partial_axes(grad)
+        if axes:
+            buckets[axes] = buckets.get(axes, 0.0) + _local_bytes(model.graph, op.inputs[i], inputs[i])
+    steps: list[CommStep] = []
+    kinds = ("reduce_scatter", "all_gather") if model.shard_updates else ("all_reduce",)
+    for axes, num_bytes in buckets.items():
+        groups = next(iter(grads.values())).axis_groups(axes)
+        steps.extend(CommStep(k, groups, num_bytes, model.price(k, num_bytes, groups)) for k in kinds)
+    return tuple(steps)
+
+
+def _update_shards(model, grads: dict[int, TensorLayout]) -> dict[int, int]:
+    """Per weight position: how many devices split its update (1 unless `shard_updates`)."""
+    shards = {}
+    for i, grad in grads.items():
+        axes = _partial_axes(grad)
+        shards[i] = math.prod(grad.mesh_shape[a] for a in axes) if model.shard_updates and axes else 1
+    return shards
+
+
+def _update_time_s(model, op, inputs: list[TensorLayout], shards: dict[int, int]) -> float:
+    if not shards:
+        return 0.0
+    device = model.device
+    traffic = 0.0
+    for i in shards:
+        spec = model.graph.tensors[op.inputs[i]]
+        elements = inputs[i].local_num_elements(spec.shape) / shards[i]
+        traffic += elements * model.optimizer.update_traffic_per_element(dtype_bytes(spec.dtype))
+    memory_s = traffic / (device.memory_efficiency.at(traffic) * device.memory_bandwidth_bytes_per_s)
+    return memory_s + len(shards) * device.launch_overhead_s
+
+
+def _memory(model, op, inputs: list[TensorLayout], output: TensorLayout, shards: dict[int, int]) -> MemoryCost:
+    graph = model.graph
+    owned = owned_parameters(graph, op)
+    parameter = sum(_local_bytes(graph, op.inputs[i], inputs[i]) for i in owned)
+    gradient = sum(_local_bytes(graph, op.inputs[i], inputs[i]) for i in shards)
+    optimizer = 0.0
+    for i in shards:
+        spec = graph.tensors[op.inputs[i]]
+        elements = inputs[i].local_num_elements(spec.shape) / shards[i]
+        optimizer += elements * model.optimizer.state_bytes_per_element(dtype_bytes(spec.dtype))
+    saved = saved_tensors(graph, op)
+    activation = sum(_local_bytes(graph, t, output if t in op.outputs else inputs[op.inputs.index(t)])
+                     for t in saved)
+    temporary = sum(_local_bytes(graph, t, output) for t in op.outputs if t not in saved)
+    return MemoryCost(parameter, gradient, optimizer, activation, temporary)
+

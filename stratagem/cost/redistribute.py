@@ -1,0 +1,130 @@
+"""Re-scheduling on one mesh: the cheapest sequence of single collectives (TensorOpt §4.2, Fig. 5).
+
+States are per-axis placements of a tensor on a fixed mesh. Several axes may shard one dim; the
+outer axis always splits first (DTensor's default shard order), and every step keeps that order.
+One step changes the placement on one axis x (the others stay), as in PyTorch's
+`torch/distributed/tensor/_redistribute.py` (`DTensorRedistributePlanner.get_next_state`):
+
+  case  on axis x          step              allowed when                             n per group
+  1     S(a) -> S(b)       all_to_all        x is the last axis sharding a, and after   local
+                                             every axis sharding b
+  2     S(d) -> R          all_gather        x is the last axis sharding d              local * mesh[x]
+  3     P   -> R           all_reduce        always                                     local
+  4     R   -> S(d)        local slice, free x after every axis sharding d
+  5     P   -> S(d)        reduce_scatter    x after every axis sharding d              local
+  6     R   -> P           local, free       only when the target has a P
+
+`local` = bytes of one device's block in the current state; every step runs on all groups of axis
+x at once, so it is priced as a concurrent collective (`price(kind, n, groups)`, contention
+included). `plan_redistribution` runs Dijkstra from the source state to the target over these
+transitions (`next_states`); ties go to fewer steps, then to the order transitions are generated.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from stratagem.cost.layout import TensorLayout
+from stratagem.cost.steps import CommStep
+from stratagem.space import REPLICATE, Partial, Placement, Shard
+
+State = tuple[Placement, ...]
+Price = Callable[[str, float, tuple[tuple[int, ...], ...]], float]
+
+
+@dataclass(frozen=True)
+class Redistribution:
+    steps: tuple[CommStep, ...]
+    states: tuple[State, ...]           # the path, source first
+    time_s: float
+    peak_bytes: float                   # the largest local block along the path
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(step.kind for step in self.steps)
+
+
+@dataclass(frozen=True)
+class Transition:
+    state: State
+    kind: str | None            # None: a free local step
+    axis: int
+    num_bytes: float
+
+
+def _axes_sharding(state: State, dim: int) -> list[int]:
+    return [a for a, p in enumerate(state) if p == Shard(dim)]
+
+
+def _after_all(axis: int, axes: list[int]) -> bool:
+    return all(axis > a for a in axes)
+
+
+def local_bytes(state: State, mesh: tuple[int, ...], full_bytes: float) -> float:
+    return full_bytes / math.prod(s for s, p in zip(mesh, state) if isinstance(p, Shard))
+
+
+def next_states(state: State, mesh: tuple[int, ...], rank: int, full_bytes: float,
+                target_has_partial: bool) -> Iterator[Transition]:
+    local = local_bytes(state, mesh, full_bytes)
+    for x, p in enumerate(state):
+        def to(new: Placement) -> State:
+            return (*state[:x], new, *state[x + 1:])
+        if isinstance(p, Shard):
+            last = _axes_sharding(state, p.dim)[-1] == x
+            for b in range(rank):
+                if b != p.dim and last and _after_all(x, _axes_sharding(state, b)):
+                    yield Transition(to(Shard(b)), "all_to_all", x, local)                     # 1
+            if last:
+                yield Transition(to(REPLICATE), "all_gather", x, local * mesh[x])              # 2
+        elif isinstance(p, Partial):
+            yield Transition(to(REPLICATE), "all_reduce", x, local)                            # 3
+            for d in range(rank):
+                if _after_all(x, _axes_sharding(state, d)):
+                    yield Transition(to(Shard(d)), "reduce_scatter", x, local)                 # 5
+        else:
+            for d in range(rank):
+                if _after_all(x, _axes_sharding(state, d)):
+                    yield Transition(to(Shard(d)), None, x, 0.0)                               # 4
+            if target_has_partial:
+                yield Transition(to(Partial("sum")), None, x, 0.0)                             # 6
+
+
+def plan_redistribution(src: TensorLayout, dst: TensorLayout, shape: tuple[int, ...], itemsize: int,
+                        price: Price) -> Redistribution:
+    """Cheapest path from src's placements to dst's on their (common, regular) mesh."""
+    mesh, rank = src.mesh_shape, len(shape)
+    full = float(math.prod(shape) * itemsize)
+    target = dst.placements
+    partial_target = any(isinstance(p, Partial) for p in target)
+    groups = [src.axis_groups((x,)) for x in range(len(mesh))]
+    counter = 0
+    heap: list = [(0.0, 0, counter, src.placements, ())]
+    done: set[State] = set()
+    while heap:
+        cost, hops, _, state, path = heapq.heappop(heap)
+        if state == target:
+            return _result(src.placements, path, cost, mesh, full)
+        if state in done:
+            continue
+        done.add(state)
+        for t in next_states(state, mesh, rank, full, partial_target):
+            if t.state in done:
+                continue
+            step = None
+            if t.kind is not None:
+                step = CommStep(t.kind, groups[t.axis], t.num_bytes, price(t.kind, t.num_bytes, groups[t.axis]))
+            counter += 1
+            heapq.heappush(heap, (cost + (step.time_s if step else 0.0), hops + 1, counter, t.state,
+                                  (*path, (t.state, step))))
+    raise AssertionError(f"no re-scheduling path from {src} to {dst}")   # every state reaches R*
+
+
+def _result(start: State, path: tuple, time_s: float, mesh: tuple[int, ...], full: float) -> Redistribution:
+    states = (start, *(s for s, _ in path))
+    steps = tuple(step for _, step in path if step is not None)
+    peak = max(local_bytes(s, mesh, full) for s in states)
+    return Redistribution(steps, states, time_s, peak)

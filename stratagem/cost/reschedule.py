@@ -1,0 +1,44 @@
+"""Re-scheduling between any two layouts, cached: which method applies, then its plan.
+
+    same layout                              -> nothing to do
+    same device block, regular placements    -> refine both meshes to a common one (layout.refine),
+                                                then the collective state machine (redistribute)
+    otherwise (other devices, no common      -> point-to-point transfers of region intersections
+    refinement, irregular placements)           (p2p)
+
+Plans are cached per (shape, itemsize, source layout, target layout).
+"""
+
+from __future__ import annotations
+
+from stratagem.cluster import Cluster
+from stratagem.cost.layout import TensorLayout, refine
+from stratagem.cost.p2p import plan_p2p
+from stratagem.cost.redistribute import Price, Redistribution, plan_redistribution
+
+Key = tuple[tuple[int, ...], int, TensorLayout, TensorLayout]
+
+
+class Rescheduler:
+    def __init__(self, cluster: Cluster, price: Price):
+        self.cluster = cluster
+        self.price = price
+        self._plans: dict[Key, Redistribution] = {}
+
+    def plan(self, shape: tuple[int, ...], itemsize: int, src: TensorLayout, dst: TensorLayout
+             ) -> Redistribution:
+        key = (shape, itemsize, src, dst)
+        found = self._plans.get(key)
+        if found is None:
+            found = self._plans[key] = self._plan(shape, itemsize, src, dst)
+        return found
+
+    def _plan(self, shape: tuple[int, ...], itemsize: int, src: TensorLayout, dst: TensorLayout
+              ) -> Redistribution:
+        if src == dst:
+            local = float(src.local_num_elements(shape) * itemsize)
+            return Redistribution((), (src.placements,), 0.0, local)
+        common = refine(src, dst) if src.is_regular and dst.is_regular else None
+        if common is not None:
+            return plan_redistribution(common[0], common[1], shape, itemsize, self.price)
+        return plan_p2p(src, dst, shape, itemsize, self.cluster)

@@ -1,0 +1,1 @@
+"""Runtime: everything that runs torch (profiling, and later execution). Imports torch."""

@@ -1,0 +1,132 @@
+"""Measure collective times per device partitioning and message size (TensorOpt §3.2).
+
+Runs in every rank of a torchrun job (gloo on CPU, NCCL on GPU). The partitionings measured are
+those a configuration's mesh axes produce (`partitionings`): for every mesh shape of the world
+size (ordered factorizations, up to 3 axes) and every axis, the groups along that axis - for 4
+ranks the whole group, pairs (0,1)(2,3) and pairs (0,2)(1,3). All groups of a partitioning run the
+collective at the same time, so shared-link contention is in the measurement.
+
+    for each partitioning, collective, size 2^i (min_exp <= i <= max_exp):
+        repeat warmup + repeats times: world barrier; time the collective on this rank's group;
+                                       all-reduce(MAX) of the times across ranks
+        keep the median of the timed repeats
+    rank 0 writes a CommTable (JSON)
+
+Sizes are the full logical buffer (nccl-tests' S), rounded up so every rank's part is a whole
+float32 element; the recorded size is the one actually moved. send_recv is measured on groups of
+two (the first rank sends to the second).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from stratagem.cluster.comm_table import CommTable, Groups, Series, normalize_groups
+from stratagem.cost.layout import TensorLayout
+from stratagem.space import REPLICATE, ordered_factorizations
+
+KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
+ITEMSIZE = 4
+
+
+@dataclass(frozen=True)
+class CommProfileOptions:
+    min_exp: int = 10
+    max_exp: int = 24
+    repeats: int = 10
+    warmup: int = 2
+    kinds: tuple[str, ...] = KINDS
+
+
+def partitionings(world_size: int, max_axes: int = 3) -> list[Groups]:
+    found: dict[Groups, None] = {}
+    for mesh in ordered_factorizations(world_size, max_axes):
+        lay = TensorLayout(0, mesh, (REPLICATE,) * len(mesh))
+        for axis in range(len(mesh)):
+            found.setdefault(normalize_groups(lay.axis_groups((axis,))))
+    return list(found)
+
+
+def element_count(kind: str, num_bytes: int, p: int) -> int:
+    """float32 elements of the full logical buffer, a multiple of p where the buffer is split."""
+    elements = max(1, math.ceil(num_bytes / ITEMSIZE))
+    return p * math.ceil(elements / p) if kind in ("all_gather", "reduce_scatter", "all_to_all") else elements
+
+
+def _run(kind: str, group: Sequence[int], pg, elements: int, device: torch.device):
+    p, rank = len(group), dist.get_rank()
+    if kind == "all_reduce":
+        buffer = torch.ones(elements, device=device)
+        return lambda: dist.all_reduce(buffer, group=pg)
+    if kind == "all_gather":
+        out, part = torch.empty(elements, device=device), torch.ones(elements // p, device=device)
+        gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor   # torch < 2.12
+        return lambda: gather(out, part, group=pg)
+    if kind == "reduce_scatter":
+        out, full = torch.empty(elements // p, device=device), torch.ones(elements, device=device)
+        scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+        return lambda: scatter(out, full, group=pg)
+    if kind == "all_to_all":
+        out, send = torch.empty(elements, device=device), torch.ones(elements, device=device)
+        return lambda: dist.all_to_all_single(out, send, group=pg)
+    if kind == "broadcast":
+        buffer = torch.ones(elements, device=device)
+        return lambda: dist.broadcast(buffer, src=group[0], group=pg)
+    buffer = torch.ones(elements, device=device)
+    if rank == group[0]:
+        return lambda: dist.send(buffer, dst=group[1], group=pg)
+    return lambda: dist.recv(buffer, src=group[0], group=pg)
+
+
+def _measure(op, options: CommProfileOptions, device: torch.device) -> float:
+    times = []
+    for i in range(options.warmup + options.repeats):
+        dist.barrier()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        op()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
+        dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
+        if i >= options.warmup:
+            times.append(float(elapsed))
+    return statistics.median(times)
+
+
+def profile_world(options: CommProfileOptions, device: torch.device) -> CommTable | None:
+    """Call in every rank after init_process_group; rank 0 gets the table, the others None."""
+    world, rank = dist.get_world_size(), dist.get_rank()
+    groups_pg = {}
+    parts = partitionings(world)
+    for partitioning in parts:
+        for group in partitioning:
+            groups_pg.setdefault(group, dist.new_group(list(group)))
+    series = {}
+    for partitioning in parts:
+        mine = next(g for g in partitioning if rank in g)
+        p = len(mine)
+        for kind in options.kinds:
+            if p < 2 or (kind == "send_recv" and p != 2):
+                continue
+            sizes, times = [], []
+            for exp in range(options.min_exp, options.max_exp + 1):
+                elements = element_count(kind, 1 << exp, p)
+                if sizes and elements * ITEMSIZE <= sizes[-1]:
+                    continue
+                op = _run(kind, mine, groups_pg[mine], elements, device)
+                times.append(_measure(op, options, device))
+                sizes.append(float(elements * ITEMSIZE))
+            series[(kind, partitioning)] = Series(tuple(sizes), tuple(times))
+    if rank != 0:
+        return None
+    kind_name = torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
+    return CommTable(dist.get_backend(), world, kind_name, series)

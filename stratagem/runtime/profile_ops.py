@@ -1,0 +1,115 @@
+"""Measure op times with torch (FlexFlow §5, A1: each distinct local op measured once).
+
+For each `ProfileRequest` (kind, local input shapes and dtypes, attributes, which inputs need
+gradients): build inputs on the device (floating inputs random, integer inputs zero so any index
+input is in range), run `impl(inputs, attrs, out_shape)` `warmup` times, then time `repeats`
+forward runs and `repeats` backward runs (autograd from a ones gradient; the forward that feeds
+each backward is not timed), and keep the medians. The impl table defaults to the frontend's
+`TORCH_OPS`; tests and users may pass their own.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import torch
+
+from stratagem.cost.compute_table import ComputeTable, OpTiming, ProfileRequest
+from stratagem.cost.oplayouts import profile_requests
+from stratagem.errors import ConfigError
+from stratagem.ir import Graph
+from stratagem.space import SpaceOptions
+
+Impl = Callable[[list[Any], Mapping[str, Any], tuple[int, ...]], Any]
+MIN_REPEATS = 10
+
+
+def default_impls() -> Mapping[str, Impl]:
+    from stratagem.frontend.torch_ops import TORCH_OPS
+    return TORCH_OPS
+
+
+def device_kind(device: torch.device) -> str:
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
+
+
+def _inputs(request: ProfileRequest, device: torch.device) -> list[torch.Tensor]:
+    tensors = []
+    for shape, dtype_name, grad in zip(request.input_shapes, request.input_dtypes, request.requires_grad):
+        dtype = getattr(torch, dtype_name)
+        if dtype.is_floating_point:
+            t = torch.randn(shape, dtype=dtype, device=device).requires_grad_(grad)
+        else:
+            t = torch.zeros(shape, dtype=dtype, device=device)
+        tensors.append(t)
+    return tensors
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _timed(fn: Callable[[], Any], device: torch.device) -> float:
+    _sync(device)
+    start = time.perf_counter()
+    fn()
+    _sync(device)
+    return time.perf_counter() - start
+
+
+def _outputs(result: Any) -> list[torch.Tensor]:
+    results = result if isinstance(result, (tuple, list)) else [result]
+    return [r for r in results if isinstance(r, torch.Tensor) and r.requires_grad]
+
+
+def measure(request: ProfileRequest, impl: Impl, repeats: int = MIN_REPEATS, warmup: int = 2,
+            device: torch.device | str = "cpu") -> OpTiming:
+    device = torch.device(device)
+    inputs = _inputs(request, device)
+    attrs = dict(request.attrs)
+    forward = lambda: impl(inputs, attrs, request.output_shape)  # noqa: E731
+    for _ in range(warmup):
+        _backward(_outputs(forward()))
+    forward_times = [_timed(forward, device) for _ in range(repeats)]
+    backward_times = []
+    if any(request.requires_grad):
+        for _ in range(repeats):
+            outputs = _outputs(forward())
+            backward_times.append(_timed(lambda: _backward(outputs), device))
+            for t in inputs:
+                t.grad = None
+    backward = statistics.median(backward_times) if backward_times else 0.0
+    return OpTiming(statistics.median(forward_times), backward, repeats)
+
+
+def _backward(outputs: list[torch.Tensor]) -> None:
+    if outputs:
+        torch.autograd.backward(outputs, [torch.ones_like(o) for o in outputs])
+
+
+def profile(requests: Iterable[ProfileRequest], impls: Mapping[str, Impl] | None = None,
+            repeats: int = MIN_REPEATS, warmup: int = 2, device: torch.device | str = "cpu",
+            label: str | None = None) -> ComputeTable:
+    """Measure every request; `label` names the device kind (default: the torch device's)."""
+    if repeats < MIN_REPEATS:
+        raise ConfigError("too few repeats for a stable median", expected=f">= {MIN_REPEATS}",
+                          got=str(repeats))
+    impls = default_impls() if impls is None else impls
+    requests = list(requests)
+    missing = sorted({r.kind for r in requests} - set(impls))
+    if missing:
+        raise ConfigError("no torch implementation for some op kinds", got=str(missing),
+                          hint="Add them to stratagem.frontend.torch_ops.TORCH_OPS, or pass impls=")
+    entries = {r.key: measure(r, impls[r.kind], repeats, warmup, device) for r in requests}
+    return ComputeTable(label or device_kind(torch.device(device)), entries)
+
+
+def profile_graph(graph: Graph, num_devices: int, options: SpaceOptions = SpaceOptions(),
+                  **kwargs: Any) -> ComputeTable:
+    """Every distinct local op of `graph` under the configurations a search over `num_devices`
+    devices would consider (see cost.oplayouts.profile_requests)."""
+    return profile(profile_requests(graph, num_devices, options), **kwargs)

@@ -1,0 +1,52 @@
+"""Profiled tables: bandwidth interpolation between 2^i and 2^(i+1), and precedence over the model."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stratagem.cluster import CommTable, load
+from stratagem.cluster.comm_table import Series
+from stratagem.errors import ConfigError
+
+SERIES = Series((1024.0, 2048.0, 4096.0), (1e-4, 1e-4, 1.6e-4))
+
+
+def test_interpolates_bandwidth_linearly():
+    # at 1536 B: bandwidth halfway between 10.24 MB/s and 20.48 MB/s = 15.36 MB/s
+    assert SERIES.time_s(1536) == pytest.approx(1536 / 15.36e6)
+    assert SERIES.time_s(2048) == pytest.approx(1e-4)
+    assert SERIES.time_s(512) == pytest.approx(1e-4)                  # below: smallest time
+    assert SERIES.time_s(8192) == pytest.approx(8192 * 1.6e-4 / 4096)   # above: last bandwidth
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.floats(1024, 4096))
+def test_interpolated_bandwidth_lies_between_neighbours(k):
+    bandwidth = k / SERIES.time_s(k)
+    measured = [s / t for s, t in zip(SERIES.sizes_bytes, SERIES.times_s)]
+    assert min(measured) * (1 - 1e-9) <= bandwidth <= max(measured) * (1 + 1e-9)
+
+
+def test_table_takes_precedence_only_for_its_partitioning(tmp_path):
+    table = CommTable("gloo", 2, "cpu", {("all_reduce", ((0, 1),)): SERIES})
+    path = tmp_path / "t.json"
+    table.save(path)
+    plain, measured = load("cpu-1x4"), load("cpu-1x4", comm_table=path)
+    assert measured.collective_time_s("all_reduce", 2048, [1, 0]) == pytest.approx(1e-4)
+    assert plain.collective_time_s("all_reduce", 2048, [0, 1]) != pytest.approx(1e-4)
+    for kind, group in (("all_gather", [0, 1]), ("all_reduce", [2, 3])):
+        assert measured.collective_time_s(kind, 2048, group) == plain.collective_time_s(kind, 2048, group)
+    assert measured.collective_estimate("all_reduce", 2048, [(0, 1)]).source == "table"
+
+
+def test_bad_tables_are_rejected(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text('{"table": "comm", "format_version": 1, "entries": '
+                    '[{"collective": "all_reduce", "groups": [[0, 1]], "sizes_bytes": [8, 4], "times_s": [1, 1]}]}')
+    with pytest.raises(ConfigError, match=r"entries\[0\]"):
+        CommTable.load(path)
+    path.write_text('{"table": "ops"}')
+    with pytest.raises(ConfigError, match="not a communication table"):
+        CommTable.load(path)

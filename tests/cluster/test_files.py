@@ -1,0 +1,68 @@
+"""Bad cluster files give errors that name the file and the field."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+import yaml
+
+from stratagem.cluster import load
+from stratagem.cluster.loader import PRESET_DIR
+from stratagem.errors import ConfigError
+
+
+@pytest.fixture
+def good():
+    return yaml.safe_load((PRESET_DIR / "v100-2x8.yaml").read_text())
+
+
+def write(tmp_path, data, suffix=".yaml"):
+    path = tmp_path / f"cluster{suffix}"
+    path.write_text(json.dumps(data) if suffix == ".json" else yaml.safe_dump(data))
+    return path
+
+
+def test_yaml_and_json_copies_of_a_preset_load_alike(tmp_path, good):
+    a, b = load(write(tmp_path, good)), load(write(tmp_path, good, ".json"))
+    assert a.collective_time_s("all_reduce", 1 << 20, range(16)) == b.collective_time_s(
+        "all_reduce", 1 << 20, range(16)) == load("v100-2x8").collective_time_s("all_reduce", 1 << 20, range(16))
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda d: d["device"].pop("memory_bytes"), "device.memory_bytes"),
+    (lambda d: d["device"].update(memory_bandwidth_bytes_per_s="fast"), "device.memory_bandwidth_bytes_per_s"),
+    (lambda d: d["device"].update(launch_overhead_s=-1), "device.launch_overhead_s"),
+    (lambda d: d.update(nodes=0), "nodes"),
+    (lambda d: d.update(colour="blue"), "colour"),
+    (lambda d: d["fabrics"][0]["pairs"].append([0, 9, 1]), "fabrics[0].pairs[16]"),
+    (lambda d: d["fabrics"][0].update(type="torus"), "fabrics[0].type"),
+    (lambda d: d["fabrics"][1]["link"].pop("bandwidth_bytes_per_s"), "fabrics[1].link.bandwidth_bytes_per_s"),
+    (lambda d: d["network"].update(attach=["pcie.sw9"]), "network.attach[0]"),
+    (lambda d: d.pop("network"), "network"),
+    (lambda d: d["device"].update(matrix_efficiency=[[1e9, 0.5], [1e6, 0.9]]), "device.matrix_efficiency"),
+])
+def test_bad_fields_are_named(tmp_path, good, edit, field):
+    data = copy.deepcopy(good)
+    edit(data)
+    path = write(tmp_path, data)
+    with pytest.raises(ConfigError) as error:
+        load(path)
+    assert f"'{field}'" in str(error.value) and str(path) in str(error.value)
+
+
+def test_unparseable_and_missing_files(tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("nodes: [1, 2\n")
+    with pytest.raises(ConfigError, match="cannot be parsed"):
+        load(broken)
+    with pytest.raises(ConfigError, match="not found"):
+        load(tmp_path / "absent.json")
+
+
+def test_yaml_floats_without_exponent_sign_are_numbers(tmp_path, good):
+    text = yaml.safe_dump(good).replace("900000000000.0", "900.0e9")
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    assert load(path).spec.device.memory_bandwidth_bytes_per_s == 900e9

@@ -1,0 +1,35 @@
+"""Hand-built graphs for the cost model's tests (the sketch library: linear, softmax, conv1d)."""
+
+from __future__ import annotations
+
+from stratagem.ir import Graph, Op, Role, TensorSpec
+
+
+def mlp(batch: int = 64, width: int = 1024, hidden: int = 4096, dtype: str = "float32",
+        activation: bool = False) -> Graph:
+    """x[b, d] -> fc1 (w1[h, d]) -> h[b, h] (-> softmax -> a) -> fc2 (w2[d, h]) -> y[b, d]."""
+    tensors = [TensorSpec("x", (batch, width), dtype, Role.INPUT, 0),
+               TensorSpec("w1", (hidden, width), dtype, Role.WEIGHT),
+               TensorSpec("h", (batch, hidden), dtype, Role.ACTIVATION, 0),
+               TensorSpec("w2", (width, hidden), dtype, Role.WEIGHT),
+               TensorSpec("y", (batch, width), dtype, Role.ACTIVATION, 0)]
+    ops = [Op("fc1", "linear", ("x", "w1"), ("h",))]
+    middle = "h"
+    if activation:
+        tensors.append(TensorSpec("a", (batch, hidden), dtype, Role.ACTIVATION, 0))
+        ops.append(Op("act", "softmax", ("h",), ("a",)))
+        middle = "a"
+    ops.append(Op("fc2", "linear", (middle, "w2"), ("y",)))
+    return Graph.build("mlp", tensors, ops, ["y"])
+
+
+def conv(batch: int = 8, channels: int = 16, length: int = 64, kernel: int = 3) -> Graph:
+    """x[b, c, l] -> conv1d (f[c, c, k]) -> y[b, c, l-k+1] -> conv1d (g) -> z."""
+    out1, out2 = length - kernel + 1, length - 2 * kernel + 2
+    tensors = [TensorSpec("x", (batch, channels, length), role=Role.INPUT, sample_dim=0),
+               TensorSpec("f", (channels, channels, kernel), role=Role.WEIGHT),
+               TensorSpec("y", (batch, channels, out1), sample_dim=0),
+               TensorSpec("g", (channels, channels, kernel), role=Role.WEIGHT),
+               TensorSpec("z", (batch, channels, out2), sample_dim=0)]
+    ops = [Op("c1", "conv1d", ("x", "f"), ("y",)), Op("c2", "conv1d", ("y", "g"), ("z",))]
+    return Graph.build("conv", tensors, ops, ["z"])

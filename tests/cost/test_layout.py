@@ -1,0 +1,60 @@
+"""Tensor layouts: device boxes tile the tensor, axis groups, common mesh refinement."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stratagem.cost.layout import TensorLayout, refine
+from stratagem.space import REPLICATE, Partial, Shard
+
+MESHES = [(8,), (2, 4), (4, 2), (2, 2, 2)]
+
+
+@st.composite
+def layouts(draw, rank=2):
+    mesh = draw(st.sampled_from(MESHES))
+    options = [REPLICATE, Partial("sum")] + [Shard(d) for d in range(rank)]
+    return TensorLayout(0, mesh, tuple(draw(st.sampled_from(options)) for _ in mesh))
+
+
+@settings(max_examples=60, deadline=None)
+@given(layouts(), st.tuples(st.integers(1, 40), st.integers(1, 40)))
+def test_boxes_of_distinct_pieces_tile_the_tensor(lay, shape):
+    pieces = {}
+    for d in lay.devices:
+        key = tuple(c for c, p in zip(lay.coordinates(d), lay.placements) if isinstance(p, Shard))
+        pieces.setdefault(key, lay.device_box(d, shape))
+    assert sum(math.prod(hi - lo for lo, hi in box) for box in pieces.values()) == math.prod(shape)
+    for d in lay.devices:
+        assert all(hi - lo <= local for (lo, hi), local in zip(lay.device_box(d, shape), lay.local_shape(shape)))
+
+
+def test_outer_axis_splits_first():
+    lay = TensorLayout(0, (2, 4), (Shard(0), Shard(0)))
+    assert [lay.device_box(d, (8,))[0] for d in range(8)] == [(i, i + 1) for i in range(8)]
+
+
+def test_axis_groups():
+    lay = TensorLayout(8, (2, 4), (REPLICATE, REPLICATE))
+    assert lay.axis_groups((0,)) == ((8, 12), (9, 13), (10, 14), (11, 15))
+    assert lay.axis_groups((1,)) == ((8, 9, 10, 11), (12, 13, 14, 15))
+    assert lay.axis_groups((0, 1)) == (tuple(range(8, 16)),)
+
+
+def test_refine_to_a_common_mesh():
+    a = TensorLayout(0, (4, 2), (Shard(0), REPLICATE))
+    b = TensorLayout(0, (2, 4), (REPLICATE, Shard(1)))
+    ra, rb = refine(a, b)
+    assert ra.mesh_shape == rb.mesh_shape == (2, 2, 2)
+    assert ra.placements == (Shard(0), Shard(0), REPLICATE)
+    assert rb.placements == (REPLICATE, Shard(1), Shard(1))
+    for lay, fine in ((a, ra), (b, rb)):          # same regions on every device
+        assert all(lay.device_box(d, (8, 8)) == fine.device_box(d, (8, 8)) for d in range(8))
+
+
+def test_no_common_refinement_or_other_devices():
+    assert refine(TensorLayout(0, (2, 3), (REPLICATE,) * 2), TensorLayout(0, (3, 2), (REPLICATE,) * 2)) is None
+    assert refine(TensorLayout(0, (4,), (REPLICATE,)), TensorLayout(4, (4,), (REPLICATE,))) is None

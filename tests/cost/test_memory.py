@@ -1,0 +1,78 @@
+"""Per-device memory against hand computation."""
+
+from __future__ import annotations
+
+import pytest
+
+from stratagem.cost import CostModel
+from stratagem.cost.memory import saved_tensors
+from stratagem.ir import Op
+from stratagem.space import Configuration
+from tests.cost.graphs import mlp
+
+B, D, H, P = 64, 1024, 4096, 4
+
+
+def test_data_parallel_mlp_with_adam_matches_hand_computation(checked):
+    graph = checked(mlp(B, D, H))
+    model = CostModel(graph, "v100-2x8", optimizer="adam", num_devices=P)
+    dp = Configuration.of(b=P)
+    plan = model.plan_cost({"fc1": dp, "fc2": dp})
+    params = 2 * H * D                       # w1 and w2, fully replicated under data parallelism
+    weights = params * 4                     # fp32
+    gradients = params * 4
+    adam = params * 2 * 4                    # m and v in fp32
+    saved = (B // P) * D * 4 + (B // P) * H * 4     # fc1 keeps x, fc2 keeps h (local batch)
+    transient = (B // P) * H * 4             # largest output its op does not keep: fc1's h
+    fc1 = model.op_cost("fc1", dp).memory
+    assert (fc1.parameter_bytes, fc1.gradient_bytes, fc1.optimizer_bytes) == (H * D * 4, H * D * 4, H * D * 8)
+    assert fc1.activation_bytes == (B // P) * D * 4
+    assert plan.memory_bytes == weights + gradients + adam + saved + transient
+    assert plan.per_device_memory_bytes == (plan.memory_bytes,) * P
+
+
+def test_optimizers_and_mixed_precision(checked):
+    graph = checked(mlp(B, D, H, dtype="bfloat16"))
+    dp = Configuration.of(b=P)
+    elements = H * D
+    expected = {("sgd", False): 0, ("momentum", False): 2 * elements, ("adam", False): 4 * elements,
+                ("adam", True): (8 + 4) * elements, ("sgd", True): 4 * elements}
+    for (name, mixed), optimizer_bytes in expected.items():
+        model = CostModel(graph, "v100-2x8", optimizer=name, num_devices=P, mixed_precision=mixed)
+        memory = model.op_cost("fc1", dp).memory
+        assert memory.optimizer_bytes == optimizer_bytes
+        assert memory.parameter_bytes == memory.gradient_bytes == 2 * elements
+
+
+def test_model_parallel_shards_parameters_and_optimizer(checked):
+    model = CostModel(checked(mlp(B, D, H)), "v100-2x8", num_devices=P)
+    full, split = model.op_cost("fc1", Configuration.of(b=P)).memory, model.op_cost("fc1", Configuration.of(j=P)).memory
+    assert split.parameter_bytes * P == full.parameter_bytes
+    assert split.optimizer_bytes * P == full.optimizer_bytes
+    assert split.activation_bytes == full.activation_bytes * P       # fc1 keeps the whole x on each device
+
+
+def test_sharded_updates_divide_optimizer_state(checked):
+    graph = checked(mlp(B, D, H))
+    dp = Configuration.of(b=P)
+    plain = CostModel(graph, "v100-2x8", num_devices=P).op_cost("fc1", dp)
+    zero = CostModel(graph, "v100-2x8", num_devices=P, shard_updates=True).op_cost("fc1", dp)
+    assert zero.memory.optimizer_bytes * P == plain.memory.optimizer_bytes
+    assert [s.kind for s in zero.sync] == ["reduce_scatter", "all_gather"]
+    assert [s.kind for s in plain.sync] == ["all_reduce"]
+    assert zero.update_time_s < plain.update_time_s
+
+
+def test_saved_tensor_rule_and_capture_override(checked):
+    graph = checked(mlp(activation=True))
+    assert saved_tensors(graph, graph.op("fc1")) == ("x",)
+    assert saved_tensors(graph, graph.op("act")) == ("a",)          # softmax keeps its output
+    assert saved_tensors(graph, graph.op("fc2")) == ("a",)
+    captured = Op("fc1", "linear", ("x", "w1"), ("h",), saved=("x", "w1"))
+    assert saved_tensors(graph, captured) == ("x",)                  # weights counted as parameters
+
+
+def test_unknown_optimizer_is_a_clear_error(checked):
+    from stratagem.errors import ConfigError
+    with pytest.raises(ConfigError, match="unknown optimizer"):
+        CostModel(checked(mlp()), "v100-2x8", optimizer="lion")

@@ -1,0 +1,177 @@
+"""CostModel: op and edge costs under data and model parallelism, reuse options, plan totals."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from stratagem.cost import CostModel
+from stratagem.errors import ConfigError, GraphError
+from stratagem.space import Configuration, SpaceOptions
+from tests.cost.graphs import mlp
+
+B, D, H = 64, 1024, 4096
+
+
+@pytest.fixture
+def model(checked):
+    return CostModel(checked(mlp(B, D, H, activation=True)), "h100-1x8")
+
+
+def test_data_parallel_syncs_weight_gradients_model_parallel_does_not(model):
+    dp = model.op_cost("fc1", Configuration.of(b=8))
+    step, = dp.sync
+    assert step.kind == "all_reduce" and step.groups == (tuple(range(8)),) and step.num_bytes == H * D * 4
+    assert dp.sync_time_s == pytest.approx(model.cluster.collective_time_s("all_reduce", H * D * 4, range(8)))
+    assert model.op_cost("fc1", Configuration.of(j=8)).sync == ()
+    assert model.op_cost("fc1", Configuration.of(rep=8)).sync == ()       # redundant compute: whole gradients
+
+
+def test_hybrid_mesh_syncs_over_the_data_parallel_axis_only(model):
+    cost = model.op_cost("fc1", Configuration.of(b=2, j=4))
+    step, = cost.sync
+    assert step.groups == ((0, 4), (1, 5), (2, 6), (3, 7)) and step.num_bytes == H * D * 4 / 4
+
+
+def test_time_is_the_sum_of_its_parts(model):
+    cost = model.op_cost("fc2", Configuration.of(b=4, k=2))
+    assert cost.time_s == pytest.approx(cost.forward_time_s + cost.backward_time_s + cost.update_time_s
+                                        + cost.sync_time_s)
+    assert cost.memory_bytes == cost.memory.total_bytes
+
+
+def test_edges_of_the_graph(model):
+    assert [(e.tensor, e.src_op, e.dst_op) for e in model.edges()] == [
+        ("x", None, "fc1"), ("h", "fc1", "act"), ("a", "act", "fc2")]
+
+
+def test_matching_layouts_cost_nothing_and_share_saved_tensors(model):
+    dp = Configuration.of(b=8)
+    edge = model.edge_cost("a", "act", dp, "fc2", dp)    # softmax keeps a, fc2 keeps a: one buffer
+    assert edge.time_s == 0 and edge.forward_steps == edge.backward_steps == ()
+    assert [o.name for o in edge.reuse] == ["shared"]
+    assert edge.extra_memory_bytes == -(B // 8) * H * 4
+
+
+def test_reuse_options_when_re_scheduling(model):
+    edge = model.edge_cost("a", "act", Configuration.of(b=8), "fc2", Configuration.of(k=8))
+    assert [s.kind for s in edge.forward_steps] == ["all_to_all"]
+    options = {o.name: o for o in edge.reuse}
+    assert set(options) == {"keep_both", "keep_before", "keep_after"}
+    local = (B // 8) * H * 4
+    assert options["keep_both"].memory_delta_bytes == 0 and edge.extra_memory_bytes == 0
+    assert options["keep_before"].memory_delta_bytes == options["keep_after"].memory_delta_bytes == -local
+    assert options["keep_before"].backward_time_s == pytest.approx(edge.forward_time_s)
+    kept = edge.with_reuse("keep_after")
+    assert kept.extra_memory_bytes == -local and kept.backward_time_s > edge.backward_time_s
+
+
+def test_topology_decides_between_all_to_all_and_gather_then_slice(checked):
+    # DGX-1V: an all-to-all sends 3 of 7 pairs over PCIe and QPI, while an all-gather rides the
+    # NVLink rings, so S(0) -> S(1) is cheaper as all-gather + slice; on NVSwitch it is an all-to-all.
+    graph = checked(mlp(B, D, H, activation=True))
+    src, dst = Configuration.of(b=8), Configuration.of(k=8)
+    for cluster, kind in (("v100-2x8", "all_gather"), ("h100-1x8", "all_to_all")):
+        edge = CostModel(graph, cluster, num_devices=8).edge_cost("a", "act", src, "fc2", dst)
+        assert [s.kind for s in edge.forward_steps] == [kind]
+
+
+def test_gradient_re_scheduling_goes_back_to_the_producer(model):
+    edge = model.edge_cost("h", "fc1", Configuration.of(j=8), "act", Configuration.of(b=8))
+    assert [s.kind for s in edge.forward_steps] == ["all_to_all"]
+    assert [s.kind for s in edge.backward_steps] == ["all_to_all"]
+    edge = model.edge_cost("h", "fc1", Configuration.of(k=8), "act", Configuration.of(b=8))
+    assert [s.kind for s in edge.forward_steps] == ["reduce_scatter"]     # P(sum) -> S(0)
+    assert [s.kind for s in edge.backward_steps] == ["all_gather"]         # S(0) -> R
+
+
+def test_data_loader_edge(model):
+    edge = model.edge_cost("x", None, None, "fc1", Configuration.of(j=8))
+    assert [s.kind for s in edge.forward_steps] == ["all_gather"] and edge.backward_steps == ()
+    assert model.edge_cost("x", None, None, "fc1", Configuration.of(b=8)).time_s == 0
+
+
+def test_plan_cost_is_the_sum_of_op_and_edge_costs(model):
+    strategy = {"fc1": Configuration.of(j=8), "act": Configuration.of(b=8), "fc2": Configuration.of(b=8)}
+    plan = model.plan_cost(strategy)
+    ops = sum(model.op_cost(n, c).time_s for n, c in strategy.items())
+    edges = sum(model.edge_cost(e.tensor, e.src_op, strategy.get(e.src_op), e.dst_op, strategy[e.dst_op]).time_s
+                for e in model.edges())
+    assert plan.time_s == pytest.approx(ops + edges)
+    assert plan.communication_time_s == pytest.approx(edges + sum(model.op_cost(n, c).sync_time_s
+                                                                  for n, c in strategy.items()))
+
+
+def test_operator_parallel_memory_counts_only_where_ops_run(checked):
+    model = CostModel(checked(mlp(B, D, H)), "v100-2x8", num_devices=8)
+    plan = model.plan_cost({"fc1": Configuration.of(0, b=4), "fc2": Configuration.of(4, b=4)})
+    low, high = plan.per_device_memory_bytes[:4], plan.per_device_memory_bytes[4:]
+    assert len(set(low)) == 1 and len(set(high)) == 1 and low[0] != high[0]
+    edge = model.edge_cost("h", "fc1", Configuration.of(0, b=4), "fc2", Configuration.of(4, b=4))
+    assert {s.kind for s in edge.forward_steps} == {"p2p"}
+
+
+def test_configurations_come_from_the_space(model):
+    configs = model.configurations("fc1", SpaceOptions(max_axes=1, allow_fewer_devices=False))
+    assert {str(c) for c in configs} == {"b8@0-7", "j8@0-7", "k8@0-7", "rep8@0-7"}
+
+
+def test_costs_are_memoized_and_fast_on_repeat(model):
+    config = Configuration.of(b=2, j=4)
+    first = model.op_cost("fc1", config)
+    assert model.op_cost("fc1", Configuration.of(b=2, j=4)) is first
+    start = time.perf_counter()
+    for _ in range(1000):
+        model.op_cost("fc1", config)
+    assert time.perf_counter() - start >= 0       # speed is measured in benchmarks/, not asserted
+
+
+def test_errors(model):
+    with pytest.raises(ConfigError, match="beyond the model's 8"):
+        model.op_cost("fc1", Configuration.of(8, b=8))
+    with pytest.raises(GraphError, match="does not read tensor 'x'"):
+        model.edge_cost("x", None, None, "fc2", Configuration.of(b=8))
+    with pytest.raises(GraphError, match="has no source op"):
+        model.edge_cost("h", None, None, "act", Configuration.of(b=8))
+    with pytest.raises(ConfigError, match="strategy lacks ops"):
+        model.plan_cost({"fc1": Configuration.of(b=8)})
+
+
+def test_every_configuration_and_random_strategies_price_finitely(checked):
+    import math
+    import random
+
+    from tests.cost.graphs import conv
+    rng = random.Random(0)
+    for graph in (checked(mlp(8, 16, 32, activation=True)), checked(conv(4, 4, 16, 3))):
+        model = CostModel(graph, "v100-2x8", num_devices=4)
+        options = SpaceOptions(allow_irregular=True)
+        configs = {op.name: model.configurations(op.name, options) for op in graph.ops}
+        for name, cs in configs.items():
+            for c in cs:
+                cost = model.op_cost(name, c)
+                assert math.isfinite(cost.time_s) and cost.time_s > 0 and cost.memory_bytes > 0
+        for _ in range(60):
+            strategy = {name: rng.choice(cs) for name, cs in configs.items()}
+            plan = model.plan_cost(strategy)
+            assert math.isfinite(plan.time_s) and plan.time_s >= plan.communication_time_s >= 0
+            assert plan.memory_bytes > 0
+
+
+def test_a_weight_read_by_two_ops_belongs_to_the_first(checked):
+    from stratagem.ir import Graph, Op, Role, TensorSpec
+    graph = checked(Graph.build("tied", [
+        TensorSpec("x1", (8, 16), role=Role.INPUT, sample_dim=0), TensorSpec("x2", (8, 16), role=Role.INPUT,
+                                                                              sample_dim=0),
+        TensorSpec("w", (32, 16), role=Role.WEIGHT), TensorSpec("y1", (8, 32), sample_dim=0),
+        TensorSpec("y2", (8, 32), sample_dim=0)],
+        [Op("fc1", "linear", ("x1", "w"), ("y1",)), Op("fc2", "linear", ("x2", "w"), ("y2",))], ["y1", "y2"]))
+    model = CostModel(graph, "h100-1x8", num_devices=4)
+    dp, mp = Configuration.of(b=4), Configuration.of(j=4)
+    assert model.op_cost("fc2", dp).memory.parameter_bytes == 0 and model.op_cost("fc2", dp).sync == ()
+    assert model.op_cost("fc1", mp).memory.parameter_bytes == 32 * 16 * 4 / 4
+    assert ("w", "fc1", "fc2") in [(e.tensor, e.src_op, e.dst_op) for e in model.edges()]
+    edge = model.edge_cost("w", "fc1", mp, "fc2", dp)
+    assert [s.kind for s in edge.forward_steps] == ["all_gather"]          # S(0) -> R for fc2
+    assert [s.kind for s in edge.backward_steps] == ["reduce_scatter"]     # fc2's P(sum) grad -> S(0)
