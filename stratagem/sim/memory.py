@@ -1,8 +1,8 @@
 """Peak memory per device over a simulated timeline.
 
-Every buffer is a `Buffer(device, num_bytes, alloc_task, free_task)`: it is allocated when
-`alloc_task` starts and freed when `free_task` ends (free_task None: resident all iteration, as
-weights, gradients and optimizer state are). On each device, events are ordered by time, frees
+Every buffer is a `Buffer(device, num_bytes, alloc_task, free_tasks)`: it is allocated when
+`alloc_task` starts and freed when the last of `free_tasks` ends (alloc_task None: resident all
+iteration, as weights, gradients and optimizer state are; no free_tasks: held to the end). On each device, events are ordered by time, frees
 before allocations at the same instant, and the peak is the largest running sum:
 
     peak(d) = resident(d) + max_k sum_{i<=k} delta_i(d)     over d's events in that order
@@ -20,8 +20,8 @@ import numpy as np
 class Buffer:
     device: int
     num_bytes: float
-    alloc_task: int | None        # None: resident
-    free_task: int | None         # None: until the end of the iteration
+    alloc_task: int | None             # None: resident
+    free_tasks: tuple[int, ...] = ()   # freed when the last of these ends; (): held to the end
 
 
 def peak_memory(buffers: Sequence[Buffer], start: np.ndarray, end: np.ndarray, num_devices: int
@@ -38,9 +38,9 @@ def peak_memory(buffers: Sequence[Buffer], start: np.ndarray, end: np.ndarray, n
     if not timed.any():
         return peaks
     alloc = np.array([b.alloc_task for b in buffers if b.alloc_task is not None], dtype=np.int64)
-    free = [b.free_task for b in buffers if b.alloc_task is not None]
+    free = [b.free_tasks for b in buffers if b.alloc_task is not None]
     t_alloc = start[alloc]
-    t_free = np.array([end[f] if f is not None else np.inf for f in free])
+    t_free = np.array([max(end[f] for f in fs) if fs else np.inf for fs in free])
     dev = device[timed]
     sz = size[timed]
     times = np.concatenate([t_alloc, t_free])

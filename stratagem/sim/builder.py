@@ -1,0 +1,357 @@
+"""Task graph of one training iteration under a strategy (FlexFlow §5.1), full and delta.
+
+Resources: every device d is resource d; every link l of the cluster is resource N + l, so
+computation and communication overlap where dependencies allow (FlexFlow: links are devices).
+
+For an op o at topological position i, configuration c, costs oc = model.op_cost(o, c):
+    F(o, d), B(o, d), U(o, d) for each device d of c: forward, backward, update (oc's times)
+    sync steps (oc.sync): one task per step on the links its groups use, after every B(o, .),
+        before U(o, .); also after the gradients of o's weights that other ops read came back
+For each edge e = (tensor t, producer p or the data loader or the weight's owner, consumer q):
+    forward steps (model.edge_cost(...).forward_steps): a chain of tasks after every F(p, .)
+        (none for inputs and weights), before F(q, d); with no steps F(q, d) follows F(p, d)
+    backward steps: a chain after every B(q, .), before B(p, d) (for a weight: before p's sync)
+Structural keys (`_key`) increase along every dependency: phase (forward, backward, update),
+then op position (backward reversed), then slot (steps before compute, sync after).
+
+Memory buffers (`stratagem.sim.memory`): weights, gradients and optimizer state are resident;
+activations an op keeps live from F(o, d) to B(o, d); each output shard lives from F(p, d) until
+its last forward reader on d; re-scheduling buffers live while their steps run.
+
+`Simulation.change(op, config)` replaces only that op's tasks and those of its edges and runs the
+delta simulation (FlexFlow §5.3); `run()` simulates the whole graph. Both give the same timeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stratagem.errors import ConfigError
+from stratagem.ir import dtype_bytes
+from stratagem.sim.memory import Buffer, peak_memory
+from stratagem.sim.store import TaskStore
+from stratagem.sim.trace import TraceTask, chrome_trace
+from stratagem.space import Configuration
+
+FORWARD, BACKWARD, UPDATE = 0, 1, 2
+SLOT_STEPS, SLOT_COMPUTE, SLOT_BACKWARD_STEPS, SLOT_SYNC = 1, 2, 3, 4
+_SUB = 1 << 20
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    iteration_time_s: float
+    peak_memory_bytes: float
+    peak_memory_per_device: tuple[float, ...]
+    compute_time_s: float                 # busiest device's compute
+    communication_time_s: float           # sum of communication task durations
+    communication_bytes: float            # bytes moved by all communication steps
+    utilization: tuple[float, ...]        # per device: compute busy time / iteration time
+    num_tasks: int
+    trace_tasks: tuple[TraceTask, ...] = field(default=(), repr=False)
+    resource_names: tuple[str, ...] = field(default=(), repr=False)
+    resource_groups: tuple[str, ...] = field(default=(), repr=False)
+
+    def chrome_trace(self) -> dict:
+        return chrome_trace(self.trace_tasks, self.resource_names, self.resource_groups)
+
+
+@dataclass
+class _Meta:
+    label: str
+    category: str
+    op: str
+    num_bytes: float = 0.0
+
+
+class Simulation:
+    def __init__(self, model, strategy: Mapping[str, Configuration],
+                 reuse: Mapping[tuple, str] | None = None):
+        self.model, self.graph, self.cluster = model, model.graph, model.cluster
+        missing = [op.name for op in self.graph.ops if op.name not in strategy]
+        if missing:
+            raise ConfigError("strategy lacks ops", expected="a configuration for every op",
+                              got=f"none for {missing[:5]}")
+        self.strategy = dict(strategy)
+        self.reuse = dict(reuse or {})
+        self.num_devices = self.cluster.num_devices
+        self.num_resources = self.num_devices + len(self.cluster.links)
+        self.position = {op.name: i for i, op in enumerate(self.graph.ops)}
+        self.edges = self.model.edges()
+        self.edges_of: dict[str, list[int]] = {}
+        for k, e in enumerate(self.edges):
+            for end in (e.src_op, e.dst_op):
+                if end is not None:
+                    self.edges_of.setdefault(end, []).append(k)
+        self.store = TaskStore(self.num_resources)
+        self.meta: dict[int, _Meta] = {}
+        self.op_tasks: dict[str, dict[str, list[int]]] = {}
+        self.edge_tasks: dict[int, dict[str, list[int]]] = {}
+        self.op_buffers: dict[str, list[Buffer]] = {}
+        self.edge_buffers: dict[int, list[Buffer]] = {}
+        self._links: dict[tuple, tuple[int, ...]] = {}
+        self._simulated = False
+        for op in self.graph.ops:
+            self._add_op(op.name)
+        for k in range(len(self.edges)):
+            self._add_edge(k)
+        for op in self.graph.ops:
+            self._add_buffers(op.name)
+
+    # ---- keys and resources -------------------------------------------------------------------
+    def _key(self, phase: int, op: str, slot: int, sub: int) -> float:
+        n = len(self.graph.ops)
+        pos = self.position[op]
+        pos = n - 1 - pos if phase == BACKWARD else pos
+        return float(((phase * (n + 1) + pos) * 8 + slot) * _SUB + sub)
+
+    def _step_links(self, step) -> tuple[int, ...]:
+        key = (step.kind, step.groups)
+        if key not in self._links:
+            links: set[int] = set()
+            for group in step.groups:
+                pairs = [group] if step.kind == "p2p" else \
+                    [(group[i], group[(i + 1) % len(group)]) for i in range(len(group))] if len(group) > 1 else []
+                for src, dst in pairs:
+                    if src != dst:
+                        links.update(self.cluster.route_ids(src, dst))
+            self._links[key] = tuple(sorted(self.num_devices + link for link in links))
+        return self._links[key]
+
+    def _task(self, duration: float, resources, preds, key: float, meta: _Meta) -> int:
+        t = self.store.add(float(duration), list(resources), sorted(set(preds)), key)
+        self.meta[t] = meta
+        return t
+
+    # ---- ops ----------------------------------------------------------------------------------
+    def _add_op(self, name: str) -> None:
+        config = self.strategy[name]
+        cost = self.model.op_cost(name, config)
+        tasks: dict[str, list[int]] = {"F": [], "B": [], "U": [], "sync": []}
+        for d in config.devices:
+            tasks["F"].append(self._task(cost.forward_time_s, [d], [], self._key(FORWARD, name, SLOT_COMPUTE, d),
+                                         _Meta(f"{name} fwd", "forward", name)))
+        for d, f in zip(config.devices, tasks["F"]):
+            tasks["B"].append(self._task(cost.backward_time_s, [d], [f],
+                                         self._key(BACKWARD, name, SLOT_COMPUTE, d),
+                                         _Meta(f"{name} bwd", "backward", name)))
+        previous = list(tasks["B"])
+        for j, step in enumerate(cost.sync):
+            t = self._task(step.time_s, self._step_links(step), previous,
+                           self._key(BACKWARD, name, SLOT_SYNC, j),
+                           _Meta(f"{name} sync {step.kind}", "sync", name, step.num_bytes * len(step.groups)))
+            tasks["sync"].append(t)
+            previous = [t]
+        if cost.update_time_s > 0:
+            for d, b in zip(config.devices, tasks["B"]):
+                preds = previous if tasks["sync"] else [b]
+                tasks["U"].append(self._task(cost.update_time_s, [d], preds,
+                                             self._key(UPDATE, name, SLOT_COMPUTE, d),
+                                             _Meta(f"{name} update", "update", name)))
+        self.op_tasks[name] = tasks
+
+    def _add_buffers(self, name: str) -> None:
+        config = self.strategy[name]
+        cost = self.model.op_cost(name, config)
+        tasks = self.op_tasks[name]
+        memory = cost.memory
+        buffers = []
+        resident = memory.parameter_bytes + memory.gradient_bytes + memory.optimizer_bytes
+        op = self.graph.op(name)
+        out_bytes = self._output_shard_bytes(name, config)
+        for i, d in enumerate(config.devices):
+            if resident:
+                buffers.append(Buffer(d, resident, None))
+            if memory.activation_bytes:
+                buffers.append(Buffer(d, memory.activation_bytes, tasks["F"][i], (tasks["B"][i],)))
+            readers = self._forward_readers(name, d)
+            buffers.append(Buffer(d, out_bytes, tasks["F"][i], readers or (tasks["F"][i],)))
+        del op
+        self.op_buffers[name] = buffers
+
+    def _output_shard_bytes(self, name: str, config: Configuration) -> float:
+        op = self.graph.op(name)
+        layout = self.model.layouts.output_layout(name, config)
+        total = 0.0
+        for t in op.outputs:
+            spec = self.graph.tensors[t]
+            total += layout.local_num_elements(spec.shape) * dtype_bytes(spec.dtype)
+        return total
+
+    def _forward_readers(self, name: str, device: int) -> tuple[int, ...]:
+        """Tasks on `device` (or steps) that read `name`'s outputs in the forward pass."""
+        readers = []
+        for k in self.edges_of.get(name, ()):
+            edge = self.edges[k]
+            if edge.src_op != name or k not in self.edge_tasks:
+                continue
+            steps = self.edge_tasks[k]["fwd"]
+            if steps:
+                readers.append(steps[-1])
+            else:
+                dst = self.strategy[edge.dst_op]
+                f = self.op_tasks[edge.dst_op]["F"]
+                readers.extend(f[i] for i, d in enumerate(dst.devices) if d == device)
+        return tuple(readers)
+
+    # ---- edges --------------------------------------------------------------------------------
+    def _edge_cost(self, k: int):
+        e = self.edges[k]
+        src = self.strategy[e.src_op] if e.src_op else None
+        cost = self.model.edge_cost(e.tensor, e.src_op, src, e.dst_op, self.strategy[e.dst_op])
+        option = self.reuse.get((e.tensor, e.src_op, e.dst_op))
+        return cost.with_reuse(option) if option and option != cost.default_reuse else cost
+
+    def _is_weight_edge(self, k: int) -> bool:
+        e = self.edges[k]
+        return e.src_op is not None and self.graph.producer.get(e.tensor) is None
+
+    def _add_edge(self, k: int) -> None:
+        e = self.edges[k]
+        cost = self._edge_cost(k)
+        weight = self._is_weight_edge(k)
+        dst_config = self.strategy[e.dst_op]
+        fwd, bwd = [], []
+        previous = [] if (e.src_op is None or weight) else list(self.op_tasks[e.src_op]["F"])
+        for j, step in enumerate(cost.forward_steps):
+            t = self._task(step.time_s, self._step_links(step), previous,
+                           self._key(FORWARD, e.dst_op, SLOT_STEPS, k * 64 + j),
+                           _Meta(f"{e.tensor} {step.kind}", "reschedule", e.dst_op, step.num_bytes * len(step.groups)))
+            fwd.append(t)
+            previous = [t]
+        for i, d in enumerate(dst_config.devices):
+            self.store.add_preds(self.op_tasks[e.dst_op]["F"][i], self._forward_sources(k, fwd, d))
+        if e.src_op is not None:
+            previous = list(self.op_tasks[e.dst_op]["B"])
+            for j, step in enumerate(cost.backward_steps):
+                t = self._task(step.time_s, self._step_links(step), previous,
+                               self._key(BACKWARD, e.dst_op, SLOT_BACKWARD_STEPS, k * 64 + j),
+                               _Meta(f"grad {e.tensor} {step.kind}", "reschedule", e.dst_op,
+                                     step.num_bytes * len(step.groups)))
+                bwd.append(t)
+                previous = [t]
+            self._wire_backward(k, bwd)
+        self.edge_tasks[k] = {"fwd": fwd, "bwd": bwd}
+        self.edge_buffers[k] = self._edge_buffer_list(k, cost, fwd)
+
+    def _forward_sources(self, k: int, fwd: list[int], device: int) -> list[int]:
+        e = self.edges[k]
+        if fwd:
+            return [fwd[-1]]
+        if e.src_op is None or self._is_weight_edge(k):
+            return []
+        src = self.strategy[e.src_op]
+        f = self.op_tasks[e.src_op]["F"]
+        same = [f[i] for i, d in enumerate(src.devices) if d == device]
+        return same or list(f)
+
+    def _wire_backward(self, k: int, bwd: list[int]) -> None:
+        e = self.edges[k]
+        owner = self.op_tasks[e.src_op]
+        if self._is_weight_edge(k):
+            targets = owner["sync"][:1] or owner["U"]
+            sources = bwd[-1:] or list(self.op_tasks[e.dst_op]["B"])
+            for t in targets:
+                self.store.add_preds(t, sources)
+            return
+        src = self.strategy[e.src_op]
+        dst = self.strategy[e.dst_op]
+        consumer_b = self.op_tasks[e.dst_op]["B"]
+        for i, d in enumerate(src.devices):
+            if bwd:
+                sources = [bwd[-1]]
+            else:
+                sources = [consumer_b[j] for j, dd in enumerate(dst.devices) if dd == d] or list(consumer_b)
+            self.store.add_preds(owner["B"][i], sources)
+
+    def _edge_buffer_list(self, k: int, cost, fwd: list[int]) -> list[Buffer]:
+        if not fwd or not cost.temporary_bytes:
+            return []
+        e = self.edges[k]
+        dst = self.strategy[e.dst_op]
+        f = self.op_tasks[e.dst_op]["F"]
+        return [Buffer(d, cost.temporary_bytes, fwd[0], (f[i],)) for i, d in enumerate(dst.devices)]
+
+    # ---- delta --------------------------------------------------------------------------------
+    def change(self, op: str, config: Configuration) -> SimulationResult:
+        """Give `op` a new configuration and re-simulate incrementally (FlexFlow Algorithm 2)."""
+        if not self._simulated:
+            self.run()
+        self.model.op_cost(op, config)      # validates the configuration before any edit
+        for k in self.edges_of.get(op, ()):
+            self._remove_edge(k)
+        for t in (t for ts in self.op_tasks.pop(op).values() for t in ts):
+            self.store.remove(t)
+            self.meta.pop(t, None)
+        self.strategy[op] = config
+        self._add_op(op)
+        for k in self.edges_of.get(op, ()):
+            self._add_edge(k)
+        neighbours = {op} | {end for k in self.edges_of.get(op, ()) for end in
+                             (self.edges[k].src_op, self.edges[k].dst_op) if end}
+        for name in neighbours:
+            self._add_buffers(name)
+        self.store.update()
+        return self.result()
+
+    def _remove_edge(self, k: int) -> None:
+        for t in (t for ts in self.edge_tasks.pop(k).values() for t in ts):
+            self.store.remove(t)
+            self.meta.pop(t, None)
+        self.edge_buffers.pop(k, None)
+
+    # ---- running ------------------------------------------------------------------------------
+    def run(self) -> SimulationResult:
+        self.store.simulate()
+        self._simulated = True
+        return self.result()
+
+    def result(self, with_trace: bool = False) -> SimulationResult:
+        store = self.store
+        n = store.n
+        live = store.live
+        makespan = store.makespan()
+        buffers = [b for bs in self.op_buffers.values() for b in bs] + \
+                  [b for bs in self.edge_buffers.values() for b in bs]
+        peaks = peak_memory(buffers, store.start[:n], store.end[:n], self.num_devices)
+        busy = np.zeros(self.num_devices)
+        comm_time = comm_bytes = 0.0
+        for t in live:
+            meta = self.meta[int(t)]
+            duration = store.duration[t]
+            if meta.category in ("forward", "backward", "update"):
+                busy[int(store.resources_of(int(t))[0])] += duration
+            else:
+                comm_time += duration
+                comm_bytes += meta.num_bytes
+        utilization = tuple(float(b / makespan) if makespan else 0.0 for b in busy)
+        trace = tuple(self._trace_tasks()) if with_trace else ()
+        return SimulationResult(makespan, float(peaks.max()), tuple(float(p) for p in peaks),
+                                float(busy.max()), comm_time, comm_bytes, utilization, len(live),
+                                trace, self._resource_names(), self._resource_groups())
+
+    def _trace_tasks(self):
+        store = self.store
+        for t in store.live:
+            meta = self.meta[int(t)]
+            yield TraceTask(meta.label, meta.category, tuple(int(r) for r in store.resources_of(int(t))),
+                            float(store.start[t]), float(store.end[t]),
+                            (("op", meta.op), ("bytes", meta.num_bytes)))
+
+    def _resource_names(self) -> tuple[str, ...]:
+        names = [f"device {d} (node {self.cluster.node_of(d)})" for d in range(self.num_devices)]
+        names += [f"link {link.name}" if hasattr(link, "name") else f"link {i}"
+                  for i, link in enumerate(self.cluster.links)]
+        return tuple(names)
+
+    def _resource_groups(self) -> tuple[str, ...]:
+        return ("devices",) * self.num_devices + ("links",) * len(self.cluster.links)
+
+
+def simulate(model, strategy: Mapping[str, Configuration], with_trace: bool = False) -> SimulationResult:
+    sim = Simulation(model, strategy)
+    sim.run()
+    return sim.result(with_trace)
