@@ -1,0 +1,116 @@
+"""The simulator's task graph (FlexFlow §5.1): a hand-checked timeline, delta against full, trace."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from stratagem.cost import CostModel
+from stratagem.sim.builder import Simulation
+from stratagem.space import Configuration
+from tests.cost.graphs import conv, mlp
+
+
+@pytest.fixture(scope="module")
+def model():
+    return CostModel(mlp(64, 256, 512, activation=True), "v100-2x8", num_devices=2)
+
+
+def times(sim, op, kind, device_index=0):
+    t = sim.op_tasks[op][kind][device_index]
+    return sim.store.start[t], sim.store.end[t]
+
+
+def test_three_ops_on_two_devices_task_by_task(model):
+    """fc1 and softmax data parallel, fc2 column parallel: checked against hand-derived times."""
+    dp, column = Configuration.of(b=2), Configuration.of(j=2)
+    sim = Simulation(model, {"fc1": dp, "act": dp, "fc2": column})
+    result = sim.run()
+    fc1, act, fc2 = (model.op_cost(n, c) for n, c in (("fc1", dp), ("act", dp), ("fc2", column)))
+    gather = model.edge_cost("a", "act", dp, "fc2", column)      # S(0) -> R: all-gather
+    assert [s.kind for s in gather.forward_steps] == ["all_gather"]
+    assert [s.kind for s in gather.backward_steps] == ["reduce_scatter"]   # P(sum) -> S(0)
+    assert model.edge_cost("h", "fc1", dp, "act", dp).forward_steps == ()
+    ag, rs = gather.forward_time_s, gather.backward_time_s
+    (sync,) = fc1.sync                                                     # data-parallel all-reduce
+    assert fc2.sync == ()                                                  # column-parallel weights
+
+    t = fc1.forward_time_s
+    for d in range(2):
+        assert times(sim, "fc1", "F", d) == pytest.approx((0.0, t))
+        assert times(sim, "act", "F", d) == pytest.approx((t, t + act.forward_time_s))
+    t += act.forward_time_s + ag
+    assert times(sim, "fc2", "F") == pytest.approx((t, t + fc2.forward_time_s))
+    t += fc2.forward_time_s
+    assert times(sim, "fc2", "B") == pytest.approx((t, t + fc2.backward_time_s))
+    t += fc2.backward_time_s
+    assert times(sim, "fc2", "U") == pytest.approx((t, t + fc2.update_time_s))
+    # FIFO on the device: act's backward waits for the reduce-scatter and for fc2's update
+    t_act = max(t + rs, t + fc2.update_time_s)
+    assert times(sim, "act", "B") == pytest.approx((t_act, t_act + act.backward_time_s))
+    t = t_act + act.backward_time_s
+    assert times(sim, "fc1", "B") == pytest.approx((t, t + fc1.backward_time_s))
+    t += fc1.backward_time_s
+    sync_task = sim.op_tasks["fc1"]["sync"][0]
+    assert (sim.store.start[sync_task], sim.store.end[sync_task]) == pytest.approx((t, t + sync.time_s))
+    t += sync.time_s
+    assert times(sim, "fc1", "U") == pytest.approx((t, t + fc1.update_time_s))
+    assert result.iteration_time_s == pytest.approx(t + fc1.update_time_s)
+    links = sim.store.resources_of(sync_task)
+    assert len(links) and all(r >= 2 for r in links)                # on links, not on devices
+    # 6 forward + 6 backward + 4 updates (softmax has no weights) + 1 sync + 2 re-scheduling steps
+    assert result.num_tasks == 19
+
+
+def timeline(sim):
+    rows = []
+    for t in sim.store.live:
+        meta = sim.meta[int(t)]
+        rows.append((meta.label, tuple(sim.store.resources_of(int(t)).tolist()),
+                     float(sim.store.start[t]), float(sim.store.end[t])))
+    return sorted(rows)
+
+
+GRAPHS = {"mlp": lambda: mlp(32, 64, 128, activation=True), "conv": lambda: conv(8, 8, 34, 3)}
+
+
+@pytest.fixture(scope="module")
+def models():
+    return {name: CostModel(build(), "v100-2x8", num_devices=4) for name, build in GRAPHS.items()}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(sorted(GRAPHS)), st.integers(0, 2**31), st.integers(1, 6))
+def test_delta_simulation_gives_the_full_timeline(models, name, seed, changes):
+    model = models[name]
+    rng = np.random.default_rng(seed)
+    configs = {op.name: model.configurations(op.name) for op in model.graph.ops}
+    strategy = {op: c[rng.integers(len(c))] for op, c in configs.items()}
+    sim = Simulation(model, strategy)
+    sim.run()
+    for _ in range(changes):
+        op = list(configs)[rng.integers(len(configs))]
+        delta = sim.change(op, configs[op][rng.integers(len(configs[op]))])
+        fresh = Simulation(model, dict(sim.strategy))
+        full = fresh.run()
+        assert timeline(sim) == timeline(fresh)
+        assert (delta.iteration_time_s, delta.peak_memory_per_device) == \
+               (full.iteration_time_s, full.peak_memory_per_device)
+
+
+def test_chrome_trace_has_an_event_per_task_and_per_resource(model, tmp_path):
+    sim = Simulation(model, {"fc1": Configuration.of(b=2), "act": Configuration.of(b=2),
+                             "fc2": Configuration.of(k=2)})
+    sim.run()
+    result = sim.result(with_trace=True)
+    trace = json.loads(json.dumps(result.chrome_trace()))
+    events = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    expected = sum(len(sim.store.resources_of(int(t))) for t in sim.store.live)
+    assert len(events) == expected
+    assert {e["cat"] for e in events} >= {"forward", "backward", "update", "sync", "reschedule"}
+    names = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
+    assert "device 0 (node 0)" in names and any(n.startswith("link") for n in names)
+    assert max(e["ts"] + e["dur"] for e in events) == pytest.approx(result.iteration_time_s * 1e6)
