@@ -308,6 +308,22 @@ class Analysis:
                     return True
         return False
 
+    def direct_input_dims(self, dim: str) -> tuple[tuple[int, int], ...]:
+        """(input position, tensor dim) pairs that `dim`'s index addresses as itself, e.g. x[b, k]."""
+        uid = self._vars[dim].uid
+        found: dict[tuple[int, int], None] = {}
+        for out in self.desc.outputs:
+            for acc, _, _ in iter_accesses(out, full_ranges(self.desc)):
+                for d, index in enumerate(acc.indices):
+                    var = index.as_single_var() if index is not FULL else None
+                    if var is not None and var.uid == uid:
+                        found[(acc.tensor.position, d)] = None
+        return tuple(found)
+
+    def addresses_sample_dim(self, dim: str) -> bool:
+        """Whether `dim` (an output or reduction index) reads the batch dim of a non-weight input."""
+        return self._addresses_sample_dim(self._vars[dim])
+
     def kinds(self) -> dict[str, str]:
         return {d.name: d.kind for d in self.dims}
 

@@ -1,0 +1,200 @@
+"""From a graph and a cluster to plans: the frontier, the modes, and every search by name.
+
+    frontier(graph, cluster)      FT over the coarsened space; every point unrolled, simulated
+    find_strategy(..., mode)      TensorOpt §4.1: mini_time | mini_parallelism | profiling
+    search(..., algorithm)        "ft" (min-time end), the baselines, and the randomized and
+                                  recursive searches, each returning one Plan
+
+Modes choose by the simulated time and peak memory, which are what a plan will do; the additive
+(Eq. 3) costs stay on each plan beside them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from stratagem.cluster import Cluster, load
+from stratagem.cost import CostModel
+from stratagem.errors import ConfigError, StratagemError
+from stratagem.ir import Graph
+from stratagem.plan import Frontier, Plan
+from stratagem.search.ft import FTOptions, frontier_tracking
+from stratagem.search.space import FT_SPACE, SearchSpace, additive_cost, build_search_space
+from stratagem.sim.builder import Simulation
+from stratagem.space import Configuration, SpaceOptions
+
+MEMORY_SAFETY = 1.1       # TensorOpt §5.2: a 16 GB device plans for 16 / 1.1 = 14.5 GB
+
+
+class NothingFits(StratagemError):
+    """No plan fits the memory cap."""
+
+
+@dataclass(frozen=True)
+class PlanningContext:
+    graph: Graph
+    cluster: Cluster
+    cluster_name: str
+    model: CostModel
+    optimizer: str
+    zoo_name: str = ""
+
+    @property
+    def num_devices(self) -> int:
+        return self.model.num_devices
+
+
+def context(graph: Graph, cluster: Cluster | str, devices: int | None = None, optimizer: str = "adam",
+            model_options: Mapping[str, Any] | None = None) -> PlanningContext:
+    name = cluster if isinstance(cluster, str) else cluster.name
+    loaded = load(cluster) if isinstance(cluster, str) else cluster
+    model = CostModel(graph, loaded, optimizer=optimizer, num_devices=devices, **dict(model_options or {}))
+    return PlanningContext(graph, loaded, name, model, optimizer, graph.meta.get("zoo", ""))
+
+
+def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algorithm: str,
+              reuse: Mapping[int, str] | None = None, details: Mapping[str, Any] | None = None) -> Plan:
+    """A simulated plan with both its additive and its simulated costs."""
+    reuse = dict(reuse or {})
+    mem, time = additive_cost(ctx.model, strategy, reuse)
+    edges = ctx.model.edges()
+    named_reuse = {f"{edges[k].tensor}:{edges[k].src_op}->{edges[k].dst_op}": option
+                   for k, option in reuse.items()}
+    sim_reuse = {(edges[k].tensor, edges[k].src_op, edges[k].dst_op): option for k, option in reuse.items()}
+    result = Simulation(ctx.model, strategy, sim_reuse).run()
+    plan = Plan(ctx.graph, ctx.cluster_name, ctx.num_devices, dict(strategy), additive_time_s=time,
+                additive_memory_bytes=mem, algorithm=algorithm, optimizer=ctx.optimizer,
+                reuse=named_reuse, model=ctx.zoo_name, details=dict(details or {}))
+    return plan.with_simulation(result)
+
+
+def device_memory_cap(ctx: PlanningContext) -> float:
+    return min(ctx.cluster.device(d).spec.memory_bytes for d in range(ctx.num_devices)) / MEMORY_SAFETY
+
+
+# ---- frontier tracking ---------------------------------------------------------------------------
+
+def frontier(graph: Graph, cluster: Cluster | str, devices: int | None = None, optimizer: str = "adam",
+             space: SpaceOptions = FT_SPACE, options: FTOptions = FTOptions(),
+             ctx: PlanningContext | None = None) -> Frontier:
+    """The (peak memory, iteration time) frontier by Frontier Tracking (TensorOpt §3)."""
+    ctx = ctx or context(graph, cluster, devices, optimizer)
+    search_space = build_search_space(ctx.model, space)
+    result = frontier_tracking(search_space.problem, options)
+    fixes = [{"op": search_space.groups[f.node].anchor, "config": str(search_space.configs[f.node][f.config]),
+              "reason": f.reason} for f in result.heuristic_fixes]
+    plans = []
+    for point in result.points:
+        strategy, reuse = search_space.strategy(point.assignment, point.options)
+        plans.append(make_plan(ctx, strategy, "ft", _non_default(ctx, strategy, reuse),
+                               {"heuristic_fixes": fixes} if fixes else None))
+    stats = dict(result.stats, groups=len(search_space.groups),
+                 configs_per_group=max(len(c) for c in search_space.configs))
+    return Frontier(plans, {"algorithm": "ft", "stats": stats, "heuristic_fixes": fixes})
+
+
+def _non_default(ctx: PlanningContext, strategy, reuse: Mapping[int, str]) -> dict[int, str]:
+    edges = ctx.model.edges()
+    out = {}
+    for k, option in reuse.items():
+        e = edges[k]
+        src = strategy[e.src_op] if e.src_op else None
+        cost = ctx.model.edge_cost(e.tensor, e.src_op, src, e.dst_op, strategy[e.dst_op])
+        if option and option != cost.default_reuse:
+            out[k] = option
+    return out
+
+
+# ---- modes (TensorOpt §4.1) ----------------------------------------------------------------------
+
+def mini_time(front: Frontier, memory_cap_bytes: float) -> Plan:
+    fitting = [p for p in front if p.peak_memory_bytes <= memory_cap_bytes]
+    if not fitting:
+        least = min(p.peak_memory_bytes for p in front)
+        raise NothingFits("no plan fits the memory cap", expected=f"peak memory <= {memory_cap_bytes / 2**30:.2f} GiB",
+                          got=f"the least any plan needs is {least / 2**30:.2f} GiB",
+                          hint="Raise --memory-cap, use more devices, or a smaller batch")
+    return min(fitting, key=lambda p: (p.iteration_time_s, p.peak_memory_bytes))
+
+
+def device_counts(cluster: Cluster, start: int = 1, stop: int | None = None) -> list[int]:
+    stop = stop or cluster.num_devices
+    counts, n = [], 1
+    while n <= stop:
+        if n >= start:
+            counts.append(n)
+        n *= 2
+    if stop not in counts and stop >= start:
+        counts.append(stop)
+    return counts
+
+
+def find_strategy(graph: Graph, cluster: Cluster | str, mode: str = "mini_time",
+                  memory_cap_bytes: float | None = None, devices: int | None = None,
+                  optimizer: str = "adam", device_range: tuple[int, int] | None = None,
+                  space: SpaceOptions = FT_SPACE, options: FTOptions = FTOptions()):
+    """mini_time: least time under the cap on `devices`; mini_parallelism: fewest devices that
+    fit; profiling: {device count: least-time plan or None} over `device_range`."""
+    mode = mode.replace("-", "_")
+    if mode == "mini_time":
+        ctx = context(graph, cluster, devices, optimizer)
+        cap = memory_cap_bytes or device_memory_cap(ctx)
+        return mini_time(frontier(graph, cluster, ctx=ctx, space=space, options=options), cap)
+    loaded = load(cluster) if isinstance(cluster, str) else cluster
+    lo, hi = device_range or (1, devices or loaded.num_devices)
+    if mode == "mini_parallelism":
+        least = None
+        for n in device_counts(loaded, lo, hi):
+            ctx = context(graph, cluster, n, optimizer)
+            cap = memory_cap_bytes or device_memory_cap(ctx)
+            front = frontier(graph, cluster, ctx=ctx, space=space, options=options)
+            try:
+                return mini_time(front, cap)
+            except NothingFits:
+                least = min(p.peak_memory_bytes for p in front)
+        raise NothingFits(f"no device count up to {hi} fits", got=f"the least memory at {hi} devices is "
+                          f"{least / 2**30:.2f} GiB", hint="Use a larger cluster or a smaller batch")
+    if mode == "profiling":
+        table: dict[int, Plan | None] = {}
+        for n in device_counts(loaded, lo, hi):
+            ctx = context(graph, cluster, n, optimizer)
+            cap = memory_cap_bytes or device_memory_cap(ctx)
+            try:
+                table[n] = mini_time(frontier(graph, cluster, ctx=ctx, space=space, options=options), cap)
+            except NothingFits:
+                table[n] = None
+        return table
+    raise ConfigError("unknown mode", expected="mini_time, mini_parallelism or profiling", got=repr(mode))
+
+
+# ---- one plan by name ----------------------------------------------------------------------------
+
+Algorithm = Callable[..., Plan]
+
+
+def _ft_min_time(ctx: PlanningContext, **kwargs) -> Plan:
+    front = frontier(ctx.graph, ctx.cluster, ctx=ctx, **{k: v for k, v in kwargs.items()
+                                                          if k in ("space", "options")})
+    return replace(front.min_time, algorithm="ft")
+
+
+def algorithms() -> dict[str, Algorithm]:
+    from stratagem.search import baselines
+    table: dict[str, Algorithm] = {"ft": _ft_min_time}
+    table.update(baselines.BASELINES)
+    return table
+
+
+def search(graph: Graph, cluster: Cluster | str, algorithm: str = "ft", devices: int | None = None,
+           optimizer: str = "adam", **kwargs) -> Plan:
+    table = algorithms()
+    if algorithm not in table:
+        raise ConfigError("unknown search algorithm", expected=f"one of {sorted(table)}", got=repr(algorithm))
+    ctx = context(graph, cluster, devices, optimizer)
+    return table[algorithm](ctx, **kwargs)
+
+
+__all__ = ["NothingFits", "PlanningContext", "SearchSpace", "algorithms", "context", "device_counts",
+           "device_memory_cap", "find_strategy", "frontier", "make_plan", "mini_time", "search"]

@@ -1,0 +1,201 @@
+"""The search space of a graph on a cluster, as FT and the brute-force oracle see it.
+
+    groups      = coarsen(graph)                                   (search.coarsen, Tofu §5.1)
+    configs[g]  = configurations of g's anchor                     (space.enumerate_configurations)
+    member(g, k)= each member's configuration under anchor config k (derive_follower_config)
+    node cost   = sum over members of op_cost (m = m_p + m_t, t = t_c + t_s; TensorOpt Eq. 1)
+                  + re-scheduling inside the group and from the data loader
+    edge cost   = per pair (k, p) and reuse option r: edge_cost between the members the edge joins
+                  (t = forward + backward re-scheduling; m = the option's memory; Eq. 2)
+
+so that the additive totals of a strategy are TensorOpt's Eq. 3. `SearchSpace.strategy(point)`
+turns a solution back into a configuration for every op and a reuse option for every edge;
+`additive_cost` re-evaluates a strategy from the cost model directly, without tables (the check).
+
+Tables are cached by what they depend on (the member ops' analysis keys, the tensor, and the
+configuration lists), so repeated layers are priced once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from stratagem.ir import Graph, Role
+from stratagem.search.coarsen import Group, coarsen, derive_follower_config
+from stratagem.search.problem import CostProblem, EdgeCosts
+from stratagem.space import Configuration, SpaceOptions
+from stratagem.tdl.graphops import analysis_key
+
+FT_SPACE = SpaceOptions(allow_fewer_devices=False, max_axes=2)
+
+
+@dataclass(frozen=True)
+class CrossEdge:
+    model_edge: int                 # index into model.edges()
+    src_group: int
+    dst_group: int
+    options: tuple[tuple[str, ...], ...]   # per (k, p) flattened: reuse option names by r
+
+
+@dataclass
+class SearchSpace:
+    groups: tuple[Group, ...]
+    configs: tuple[tuple[Configuration, ...], ...]
+    members: tuple[dict[str, tuple[Configuration, ...]], ...]
+    problem: CostProblem
+    cross_edges: tuple[CrossEdge, ...]
+
+    def strategy(self, assignment, options=None) -> tuple[dict[str, Configuration], dict[tuple, str]]:
+        """Configurations of every op, and non-default reuse choices by (tensor, src, dst)."""
+        strategy: dict[str, Configuration] = {}
+        for g, k in enumerate(assignment):
+            for op, per_config in self.members[g].items():
+                strategy[op] = per_config[k]
+        reuse: dict[tuple, str] = {}
+        for e, r in zip(self.cross_edges, options or [0] * len(self.cross_edges)):
+            k, p = assignment[e.src_group], assignment[e.dst_group]
+            names = e.options[k * len(self.configs[e.dst_group]) + p]
+            reuse[e.model_edge] = names[r] if r < len(names) else names[0]
+        return strategy, reuse
+
+    def index_of(self, strategy: Mapping[str, Configuration]) -> tuple[int, ...] | None:
+        """The group assignment a strategy corresponds to, if it lies in this space."""
+        found = []
+        for g, group in enumerate(self.groups):
+            try:
+                found.append(self.configs[g].index(strategy[group.anchor]))
+            except ValueError:
+                return None
+        return tuple(found)
+
+
+def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool = True) -> SearchSpace:
+    graph: Graph = model.graph
+    groups = coarsen(graph, model.analyses) if coarsening else tuple(
+        Group(op.name, (op.name,), "single") for op in graph.ops)
+    group_of = {m: g for g, group in enumerate(groups) for m in group.members}
+    configs = tuple(model.configurations(group.anchor, options) for group in groups)
+    members = tuple(_member_configs(model, group, cfgs) for group, cfgs in zip(groups, configs))
+    node_mem, node_time = [], []
+    for g, group in enumerate(groups):
+        m, t = _node_costs(model, group, members[g], len(configs[g]), group_of, g)
+        node_mem.append(m)
+        node_time.append(t)
+    edges, cross = [], []
+    cache: dict[tuple, tuple] = {}
+    for k, edge in enumerate(model.edges()):
+        if edge.src_op is None:
+            continue
+        gs, gd = group_of[edge.src_op], group_of[edge.dst_op]
+        if gs == gd:
+            continue
+        key = _edge_key(model, edge, members[gs][edge.src_op], members[gd][edge.dst_op])
+        if key not in cache:
+            cache[key] = _edge_table(model, edge, members[gs][edge.src_op], members[gd][edge.dst_op])
+        mem, time, names = cache[key]
+        edges.append(EdgeCosts(gs, gd, mem, time, f"{edge.tensor}:{edge.src_op}->{edge.dst_op}"))
+        cross.append(CrossEdge(k, gs, gd, names))
+    problem = CostProblem(tuple(node_mem), tuple(node_time), tuple(edges),
+                          tuple(group.anchor for group in groups))
+    return SearchSpace(groups, configs, members, problem, tuple(cross))
+
+
+def _member_configs(model, group: Group, anchor_configs) -> dict[str, tuple[Configuration, ...]]:
+    graph = model.graph
+    derived: dict[str, tuple[Configuration, ...]] = {group.anchor: tuple(anchor_configs)}
+    for name in group.members[1:]:
+        op = graph.op(name)
+        if group.rule == "shared-weights" and analysis_key(graph, op) == analysis_key(graph, graph.op(group.anchor)):
+            derived[name] = tuple(anchor_configs)
+            continue
+        tensor, source = _source_in_group(graph, op, derived)
+        per_config = []
+        for src_config in derived[source]:
+            placements = model.layout(source, src_config).outputs
+            per_config.append(derive_follower_config(graph, model.analyses, op, tensor, src_config,
+                                                     placements))
+        derived[name] = tuple(per_config)
+    return derived
+
+
+def _source_in_group(graph: Graph, op, derived: Mapping[str, tuple]) -> tuple[str, str]:
+    candidates = [(t, graph.producer[t].name) for t in op.inputs
+                  if t in graph.producer and graph.producer[t].name in derived]
+    return max(candidates, key=lambda c: graph.op_index[c[1]])
+
+
+def _node_costs(model, group: Group, members, n: int, group_of, g: int) -> tuple[np.ndarray, np.ndarray]:
+    mem, time = np.zeros(n), np.zeros(n)
+    in_group = set(group.members)
+    for name in group.members:
+        for k, config in enumerate(members[name]):
+            cost = model.op_cost(name, config)
+            mem[k] += cost.memory_bytes - cost.memory.temporary_bytes
+            time[k] += cost.time_s
+    for edge in model.edges():
+        if edge.dst_op not in in_group or (edge.src_op is not None and edge.src_op not in in_group):
+            continue
+        for k in range(n):
+            src = members[edge.src_op][k] if edge.src_op else None
+            cost = model.edge_cost(edge.tensor, edge.src_op, src, edge.dst_op, members[edge.dst_op][k])
+            mem[k] += cost.extra_memory_bytes
+            time[k] += cost.time_s
+    return mem, time
+
+
+def _edge_key(model, edge, src_configs, dst_configs) -> tuple:
+    graph = model.graph
+    spec = graph.tensors[edge.tensor]
+    src_op, dst_op = graph.op(edge.src_op), graph.op(edge.dst_op)
+    return (analysis_key(graph, src_op), analysis_key(graph, dst_op), spec.shape, spec.dtype,
+            spec.role, src_op.inputs.index(edge.tensor) if edge.tensor in src_op.inputs else
+            src_op.outputs.index(edge.tensor), dst_op.inputs.index(edge.tensor), src_configs, dst_configs,
+            edge.tensor in (src_op.saved or ()), edge.tensor in (dst_op.saved or ()))
+
+
+def _edge_table(model, edge, src_configs, dst_configs):
+    ks, kd = len(src_configs), len(dst_configs)
+    costs = [[model.edge_cost(edge.tensor, edge.src_op, a, edge.dst_op, b) for b in dst_configs]
+             for a in src_configs]
+    r = max(max(1, len(c.reuse)) for row in costs for c in row)
+    mem = np.full((r, ks, kd), np.inf)
+    time = np.full((r, ks, kd), np.inf)
+    names: list[tuple[str, ...]] = []
+    for i, row in enumerate(costs):
+        for j, cost in enumerate(row):
+            options = cost.reuse or ()
+            if not options:
+                mem[0, i, j], time[0, i, j] = cost.extra_memory_bytes, cost.time_s
+                names.append((cost.default_reuse or "",))
+                continue
+            for o, option in enumerate(options):
+                chosen = cost if option.name == cost.default_reuse else cost.with_reuse(option.name)
+                mem[o, i, j], time[o, i, j] = chosen.extra_memory_bytes, chosen.time_s
+            names.append(tuple(option.name for option in options))
+    return mem, time, tuple(names)
+
+
+def additive_cost(model, strategy: Mapping[str, Configuration], reuse: Mapping[int, str] | None = None
+                  ) -> tuple[float, float]:
+    """(memory, time) of a strategy by Eq. 3, straight from the cost model."""
+    reuse = reuse or {}
+    mem = time = 0.0
+    for op in model.graph.ops:
+        cost = model.op_cost(op.name, strategy[op.name])
+        mem += cost.memory_bytes - cost.memory.temporary_bytes
+        time += cost.time_s
+    for k, edge in enumerate(model.edges()):
+        src = strategy[edge.src_op] if edge.src_op else None
+        cost = model.edge_cost(edge.tensor, edge.src_op, src, edge.dst_op, strategy[edge.dst_op])
+        option = reuse.get(k)
+        if option and option != cost.default_reuse:
+            cost = cost.with_reuse(option)
+        mem += cost.extra_memory_bytes
+        time += cost.time_s
+    return mem, time
+
+
+__all__ = ["FT_SPACE", "SearchSpace", "additive_cost", "build_search_space", "Role"]
