@@ -241,6 +241,7 @@ class Analysis:
 
     def _is_exact(self, assignment: Mapping[str, tuple[int, int]], first_in_reduction: bool) -> bool:
         ranges = self.ranges_for(assignment)
+        unsplit = full_ranges(self.desc)
         reduction_split = self._splits_reduction(assignment)
         per_input: list[list[Box]] = [[] for _ in self.desc.inputs]
         for out in self._worker_outputs(reduction_split, first_in_reduction):
@@ -248,7 +249,7 @@ class Analysis:
                 box = access_box(acc, rng)
                 if box is None:
                     continue
-                if not is_exact_access(acc, rng):
+                if not is_exact_access(acc, rng, unsplit):
                     return False
                 per_input[acc.tensor.position].append(box)
         return all(boxes_cover_union(b) for b in per_input if b)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from types import MappingProxyType, ModuleType
 
-from stratagem.tdl.library import opaque, sketch
+from stratagem.tdl.library import activation, binary, linalg, opaque, scalar, unary
 from stratagem.tdl.trace import OpDef
 
-_MODULES: tuple[ModuleType, ...] = (opaque, sketch)
+_MODULES: tuple[ModuleType, ...] = (unary, activation, binary, scalar, linalg, opaque)
 
 
 def _collect(modules: tuple[ModuleType, ...]) -> dict[str, OpDef]:
