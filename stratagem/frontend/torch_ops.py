@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from stratagem.frontend.torch_impl import linalg, pointwise
+from stratagem.frontend.torch_impl import conv, linalg, nn, norm, pointwise, reduce, shape
 
 TorchImpl = Callable[[list[Any], Mapping[str, Any], tuple[int, ...]], Any]
 
@@ -33,4 +33,5 @@ def _merge(*tables: Mapping[str, TorchImpl]) -> dict[str, TorchImpl]:
     return dict(sorted(merged.items()))
 
 
-TORCH_OPS: Mapping[str, TorchImpl] = MappingProxyType(_merge(pointwise.IMPLS, linalg.IMPLS))
+TORCH_OPS: Mapping[str, TorchImpl] = MappingProxyType(_merge(
+    pointwise.IMPLS, linalg.IMPLS, conv.IMPLS, norm.IMPLS, reduce.IMPLS, nn.IMPLS, shape.IMPLS))

@@ -24,7 +24,7 @@ from stratagem.tdl.indexing import IndexCond, IndexExpr, IndexProduct, IndexVar,
 
 UNARY = frozenset({"neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos",
                    "tanh", "sigmoid", "erf", "floor", "ceil", "round", "sign", "reciprocal",
-                   "trunc", "not", "asin", "acos", "atan"})
+                   "trunc", "not", "asin", "acos", "atan", "uniform"})
 BINARY = frozenset({"add", "sub", "mul", "div", "pow", "max", "min", "eq", "ne", "lt", "le", "gt",
                     "ge", "and", "or", "fmod", "remainder", "atan2"})
 REDUCERS = ("sum", "max", "min", "prod")
@@ -280,6 +280,8 @@ exp, log, log1p, expm1, sqrt, rsqrt, tanh, sigmoid, erf, sin, cos = (
 absolute, floor, ceil, round_, sign, reciprocal, trunc, logical_not = (
     _unary(n) for n in ("abs", "floor", "ceil", "round", "sign", "reciprocal", "trunc", "not"))
 asin, acos, atan = (_unary(n) for n in ("asin", "acos", "atan"))
+uniform = _unary("uniform")
+uniform.__doc__ = "uniform(n): a random number in [0, 1), a fixed function of the integer n (tdl.rng)"
 
 
 def atan2(a: Any, b: Any) -> Value:
