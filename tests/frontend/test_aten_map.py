@@ -8,7 +8,6 @@ checked numerically, not only by name.
 
 from __future__ import annotations
 
-import operator
 
 import pytest
 import torch
@@ -426,6 +425,19 @@ FUNCTIONS = [
     ("gathers", lambda x, i, j: (torch.gather(x, 2, j), x[:, i], torch.index_select(x, 0, i[1:])),
      (X, torch.tensor([3, 0, 1]), _tokens(3, 4, 2, high=5)),
      {"gather", "index_select"}),
+    ("edges_and_views", lambda x: (F.pad(x, (2, 1), mode="reflect"), F.pad(x, (1, 3), mode="replicate"),
+                                         F.pad(x[None], (1, 1, 2, 0), mode="reflect"), torch.diagonal(x, 1, 1, 2),
+                                         x.contiguous().as_strided((2, 3), (5, 1), 4)),
+     (X,), {"reflection_pad", "replication_pad", "diagonal", "as_strided"}),
+    ("scatters", lambda x, i, s: (torch.scatter_add(x, 2, i, s), torch.slice_scatter(x, s, 2, 1, 3),
+                                  torch.select_scatter(x, x[:, 1], 1, 2)),
+     (X, _tokens(3, 4, 2, high=5), _normal(3, 4, 2)), {"scatter_add", "slice_scatter", "select_scatter"}),
+    ("pool3d", lambda x: (F.max_pool3d(x, 2), F.avg_pool3d(x, 2, 1, 1, count_include_pad=False),
+                          F.adaptive_avg_pool3d(x, (1, 2, 2))), (_normal(2, 3, 4, 4, 6),),
+     {"max_pool3d", "avg_pool3d", "adaptive_avg_pool3d"}),
+    ("in_place_fills", lambda x, m: (x.clone().fill_(2.5), torch.zeros(3, 4, 5).copy_(x[0]),
+                                     m & True, m | False, m ^ True), (X, MASK),
+     {"full_like", "expand", "clone", "logical_not"}),
     ("creation", lambda x: x + torch.zeros(3, 4, 5) + torch.ones(5) + torch.full((4, 5), 2.0)
      + torch.zeros_like(x) + torch.ones_like(x) + torch.full_like(x, 3.0) + x.new_zeros(5)
      + torch.arange(5) + torch.arange(1, 6) + torch.arange(0, 10, 2) + torch.tensor(1.5), (X,),
@@ -456,6 +468,12 @@ def test_training_batch_norm_is_statistics_then_application():
     assert (stats.kind, stats.produces, stats.inputs) == ("batch_norm_stats", None, (node.args[0],))
     assert apply.kind == "batch_norm_apply" and apply.inputs[1] == Intermediate(0)
     assert apply.attrs["count"] == 2 * 6 * 6 and apply.produces == 0
+
+
+def test_empty_tensors_become_zeros_their_values_being_unspecified():
+    program, _ = exported(Fn(lambda x: torch.empty(3, 4).fill_(1.0) + x), (_normal(3, 4),))
+    node = next(n for n in program.graph.nodes if str(n.target) == "aten.empty.memory_format")
+    assert [(op.kind, op.attrs["size"]) for op in convert(node)] == [("zeros", (3, 4))]
 
 
 def test_split_pieces_produce_the_elements_of_the_tuple():

@@ -407,3 +407,45 @@ CASES.update({
     "ones_like": lambda rng: [Case((shape(rng, 3),))],
     "full_like": lambda rng: [Case((shape(rng, 2),), {"fill_value": 3.25})],
 })
+
+# ---- 3-D pooling, edge padding, diagonals, strided views, scatters ----------------------------
+
+
+def _pool3d(kind):
+    def make(rng):
+        lead, spatial = [2, size(rng, 2, 3)], shape(rng, 3, 4, 6)
+        cases = [Case((lead + spatial,), {"kernel_size": 2, "stride": 2}),
+                 Case((lead + spatial,), {"kernel_size": (3, 2, 2), "stride": 1, "padding": (1, 1, 0)})]
+        if kind == "avg":
+            cases.append(Case((lead[1:] + spatial,), {"kernel_size": 2, "stride": 1, "padding": 1,
+                                                      "count_include_pad": False}))
+        return cases
+    return make
+
+
+def _scatter_add(rng):
+    a, n, j = size(rng), size(rng, 4, 7), size(rng, 2, 4)
+    return [Case(([a, n], [a, j], [a, j]), {"dim": 1}, ("normal", f"int{n}", "normal")),
+            Case(([n, 3], [j, 2], [j, 3]), {"dim": 0}, ("normal", f"int{n}", "normal"))]
+
+
+CASES.update({
+    "max_pool3d": _pool3d("max"), "avg_pool3d": _pool3d("avg"),
+    "adaptive_avg_pool3d": lambda rng: [Case(([2, size(rng), 4, 6, 3],), {"output_size": (2, 3, 1)}),
+                                        Case(([size(rng), 2, 2, 4],), {"output_size": (1, 2, 2)})],
+    "reflection_pad": lambda rng: [Case(([2, size(rng), size(rng, 4, 7)],), {"pad": (2, 3)}),
+                                   Case(([2, size(rng, 3, 5), size(rng, 4, 6)],), {"pad": (1, 2, 2, 1)})],
+    "replication_pad": lambda rng: [Case(([2, size(rng), size(rng)],), {"pad": (3, 1)}),
+                                    Case(([1, 2, size(rng), size(rng)],), {"pad": (1, 2, 0, 3)})],
+    "diagonal": lambda rng: [Case((shape(rng, 2),), {}), Case((shape(rng, 3),), {"offset": 1, "dim1": 1, "dim2": 2}),
+                             Case(([size(rng, 4, 6), 3, size(rng, 4, 6)],), {"offset": -2, "dim1": 2, "dim2": 0})],
+    "as_strided": lambda rng: [Case(([4, 6],), {"size": (3, 4), "stride": (6, 1), "storage_offset": 2}),
+                               Case(([5, 6],), {"size": (4, 3, 2), "stride": (6, 2, 1), "storage_offset": 1})],
+    "scatter_add": _scatter_add,
+    "slice_scatter": lambda rng: [Case(([a, 8], [a, 5]), {"dim": 1, "start": 2, "end": 7})
+                                  for a in [size(rng)]] + [
+        Case(([7, a], [4, a]), {"dim": 0, "start": 1, "end": 5}) for a in [size(rng)]],
+    "select_scatter": lambda rng: [Case(([a, b, c], [a, c]), {"dim": 1, "index": -1})
+                                   for a, b, c in [shape(rng, 3)]] + [
+        Case(([a, b], [b]), {"dim": 0, "index": 1}) for a, b in [shape(rng, 2)]],
+})

@@ -70,7 +70,7 @@ def _avg_pool(n):
         args = bind(node)
         if args["ceil_mode"]:
             return None
-        extra = {"divisor_override": args["divisor_override"]} if n == 2 else {}
+        extra = {"divisor_override": args["divisor_override"]} if n > 1 else {}
         return one(f"avg_pool{n}d", [args["self"]], kernel_size=ints(args["kernel_size"]),
                    stride=ints(args["stride"]) if args["stride"] else None, padding=ints(args["padding"]),
                    count_include_pad=args["count_include_pad"], **extra)
@@ -261,6 +261,9 @@ CONVERTERS = {
     "aten.convolution.default": _conv,
     "aten.max_pool1d.default": _max_pool(1), "aten.max_pool2d.default": _max_pool(2),
     "aten.max_pool2d_with_indices.default": _max_pool(2),
+    "aten.max_pool3d.default": _max_pool(3), "aten.max_pool3d_with_indices.default": _max_pool(3),
+    "aten.avg_pool3d.default": _avg_pool(3),
+    "aten.adaptive_avg_pool3d.default": _adaptive(3), "aten._adaptive_avg_pool3d.default": _adaptive(3),
     "aten.avg_pool1d.default": _avg_pool(1), "aten.avg_pool2d.default": _avg_pool(2),
     "aten.adaptive_avg_pool1d.default": _adaptive(1), "aten.adaptive_avg_pool2d.default": _adaptive(2),
     "aten._adaptive_avg_pool2d.default": _adaptive(2),

@@ -61,6 +61,21 @@ def _logical(kind):
     return convert
 
 
+def _logical_scalar(name):
+    """bool tensor op bool scalar: and/or/xor with a constant is the tensor, a constant, or not."""
+    def convert(node):
+        args = bind(node)
+        x, other = args["self"], bool(args["other"])
+        if dtype_name(x) != "bool":
+            return None
+        if name == "and":
+            return one("clone", [x]) if other else one("zeros_like", [x])
+        if name == "or":
+            return one("ones_like", [x]) if other else one("clone", [x])
+        return one("logical_not", [x]) if other else one("clone", [x])
+    return convert
+
+
 def _clamp(node):
     args = bind(node)
     return one("clamp", [args["self"]], min=args["min"], max=args["max"])
@@ -112,6 +127,12 @@ CONVERTERS = {
     "aten.bitwise_or.Tensor": _logical("logical_or"),
     "aten.bitwise_xor.Tensor": _logical("logical_xor"),
     "aten.bitwise_not.default": _logical("logical_not"),
+    "aten.bitwise_and.Scalar": _logical_scalar("and"),
+    "aten.bitwise_or.Scalar": _logical_scalar("or"),
+    "aten.bitwise_xor.Scalar": _logical_scalar("xor"),
+    "aten.__and__.Scalar": _logical_scalar("and"),
+    "aten.__or__.Scalar": _logical_scalar("or"),
+    "aten.__xor__.Scalar": _logical_scalar("xor"),
     "aten.__and__.Tensor": _logical("logical_and"),
     "aten.__or__.Tensor": _logical("logical_or"),
     "aten.__xor__.Tensor": _logical("logical_xor"),

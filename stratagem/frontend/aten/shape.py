@@ -74,12 +74,56 @@ def _slice(node):
                end=None if end is None or end >= size else end, step=args["step"])
 
 
+PAD_MODES = {"reflect": "reflection_pad", "replicate": "replication_pad"}
+
+
 def _pad(node):
     args = bind(node)
-    if args.get("mode", "constant") != "constant":
+    mode = args.get("mode", "constant")
+    if mode in PAD_MODES:
+        return one(PAD_MODES[mode], [args["self"]], pad=ints(args["pad"]))
+    if mode != "constant":
         return None
     value = args.get("value")
     return one("pad", [args["self"]], pad=ints(args["pad"]), value=float(value or 0.0))
+
+
+def _edge_pad(kind):
+    return lambda node: one(kind, [node.args[0]], pad=ints(bind(node)["padding"]))
+
+
+def _as_strided(node):
+    args = bind(node)
+    source = args["self"].meta["val"]
+    if not source.is_contiguous() or source.storage_offset() != 0:
+        return None                         # the description assumes a row-major storage of x
+    return one("as_strided", [args["self"]], size=shape(node), stride=ints(args["stride"]),
+               storage_offset=int(args["storage_offset"] or 0))
+
+
+def _slice_scatter(node):
+    args = bind(node)
+    if args["step"] != 1:
+        return None
+    size = shape(args["self"])[args["dim"]]
+    end = args["end"]
+    return one("slice_scatter", [args["self"], args["src"]], dim=args["dim"], start=args["start"],
+               end=None if end is None or end >= size else end)
+
+
+def _copy_into(node):
+    """copy(self, src): src broadcast to self's shape (self's values are not read)."""
+    args = bind(node)
+    if dtype_name(args["src"]) != dtype_name(node):
+        return None
+    if shape(args["src"]) == shape(node):
+        return one("clone", [args["src"]])
+    return one("expand", [args["src"]], size=shape(node))
+
+
+def _empty(node):
+    """empty's values are unspecified; zeros are one valid choice."""
+    return one("zeros", [], size=shape(node))
 
 
 def _repeat_interleave(node):
@@ -154,6 +198,20 @@ CONVERTERS = {
     "aten.split.Tensor": _split, "aten.split_with_sizes.default": _split, "aten.chunk.default": _split,
     "aten.unbind.int": _unbind,
     "aten.constant_pad_nd.default": _pad, "aten.pad.default": _pad,
+    **{f"aten.reflection_pad{n}d.default": _edge_pad("reflection_pad") for n in (1, 2, 3)},
+    **{f"aten.replication_pad{n}d.default": _edge_pad("replication_pad") for n in (1, 2, 3)},
+    "aten.diagonal.default": lambda node: one("diagonal", [node.args[0]], offset=bind(node)["offset"],
+                                              dim1=bind(node)["dim1"], dim2=bind(node)["dim2"]),
+    "aten.as_strided.default": _as_strided,
+    "aten.scatter_add.default": lambda node: one("scatter_add", [bind(node)[k] for k in ("self", "index", "src")],
+                                                 dim=bind(node)["dim"]),
+    "aten.slice_scatter.default": _slice_scatter,
+    "aten.select_scatter.default": lambda node: one("select_scatter", [bind(node)["self"], bind(node)["src"]],
+                                                    dim=bind(node)["dim"], index=bind(node)["index"]),
+    "aten.fill.Scalar": lambda node: one("full_like", [node.args[0]], fill_value=bind(node)["value"]),
+    "aten.copy.default": _copy_into,
+    "aten.empty.memory_format": _empty, "aten.empty_strided.default": _empty,
+    "aten.empty_like.default": _empty,
     "aten.triu.default": lambda node: one("triu", [node.args[0]], diagonal=bind(node)["diagonal"]),
     "aten.tril.default": lambda node: one("tril", [node.args[0]], diagonal=bind(node)["diagonal"]),
     "aten.flip.default": lambda node: one("flip", [node.args[0]], dims=ints(bind(node)["dims"])),

@@ -28,9 +28,11 @@ def _avg_pool1d(inputs, attrs, out_shape):
                         attrs["ceil_mode"], attrs["count_include_pad"])
 
 
-def _avg_pool2d(inputs, attrs, out_shape):
-    return F.avg_pool2d(inputs[0], attrs["kernel_size"], attrs["stride"] or None, attrs["padding"],
-                        attrs["ceil_mode"], attrs["count_include_pad"], attrs["divisor_override"])
+def _avg_pool(fn):
+    def impl(inputs, attrs, out_shape):
+        return fn(inputs[0], attrs["kernel_size"], attrs["stride"] or None, attrs["padding"],
+                  attrs["ceil_mode"], attrs["count_include_pad"], attrs["divisor_override"])
+    return impl
 
 
 def _upsample_nearest2d(inputs, attrs, out_shape):
@@ -46,7 +48,10 @@ IMPLS = {
     "max_pool1d": _max_pool(F.max_pool1d),
     "max_pool2d": _max_pool(F.max_pool2d),
     "avg_pool1d": _avg_pool1d,
-    "avg_pool2d": _avg_pool2d,
+    "avg_pool2d": _avg_pool(F.avg_pool2d),
+    "max_pool3d": _max_pool(F.max_pool3d),
+    "avg_pool3d": _avg_pool(F.avg_pool3d),
+    "adaptive_avg_pool3d": lambda inputs, attrs, out_shape: F.adaptive_avg_pool3d(inputs[0], out_shape[-3:]),
     "adaptive_avg_pool1d": lambda inputs, attrs, out_shape: F.adaptive_avg_pool1d(inputs[0], out_shape[-1]),
     "adaptive_avg_pool2d": lambda inputs, attrs, out_shape: F.adaptive_avg_pool2d(inputs[0], out_shape[-2:]),
     "upsample_nearest2d": _upsample_nearest2d,

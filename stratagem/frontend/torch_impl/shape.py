@@ -54,6 +54,18 @@ def _to_copy(inputs, attrs, out_shape):
     return inputs[0].to(dtype) if dtype is not None else inputs[0].clone()
 
 
+def _as_strided(inputs, attrs, out_shape):
+    storage = inputs[0].clone(memory_format=torch.contiguous_format)
+    return torch.as_strided(storage, tuple(attrs["size"]), tuple(attrs["stride"]), attrs["storage_offset"])
+
+
+def _scatter_add(inputs, attrs, out_shape):
+    """A worker of a split over the scattered positions is given no x: it adds into zeros."""
+    x, index, src = inputs
+    base = torch.zeros(tuple(out_shape), dtype=src.dtype) if x is None else x
+    return torch.scatter_add(base, attrs["dim"], index.long(), src)
+
+
 IMPLS = {
     "reshape": _reshape, "flatten": _reshape, "unflatten": _reshape, "unsqueeze": _reshape,
     "squeeze": _reshape,
@@ -77,6 +89,16 @@ IMPLS = {
     "repeat_interleave": _repeat_interleave,
     "index_select": _index_select,
     "gather": lambda inputs, attrs, out_shape: torch.gather(inputs[0], attrs["dim"], inputs[1].long()),
+    "reflection_pad": lambda inputs, attrs, out_shape: F.pad(inputs[0], tuple(attrs["pad"]), mode="reflect"),
+    "replication_pad": lambda inputs, attrs, out_shape: F.pad(inputs[0], tuple(attrs["pad"]), mode="replicate"),
+    "diagonal": lambda inputs, attrs, out_shape: torch.diagonal(inputs[0], attrs["offset"], attrs["dim1"],
+                                                                attrs["dim2"]),
+    "as_strided": _as_strided,
+    "scatter_add": _scatter_add,
+    "slice_scatter": lambda inputs, attrs, out_shape: torch.slice_scatter(
+        inputs[0], inputs[1], attrs["dim"], attrs["start"], attrs["end"], attrs["step"]),
+    "select_scatter": lambda inputs, attrs, out_shape: torch.select_scatter(inputs[0], inputs[1], attrs["dim"],
+                                                                            attrs["index"]),
     "zeros": _full(0.0), "ones": _full(1.0),
     "full": lambda inputs, attrs, out_shape: torch.full(tuple(out_shape), attrs["fill_value"]),
     "arange": _arange,

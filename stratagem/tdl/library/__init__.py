@@ -5,13 +5,13 @@ from __future__ import annotations
 from types import MappingProxyType, ModuleType
 
 from stratagem.tdl.library import (
-    activation, binary, conv, create, index, linalg, loss, nn, norm, opaque, pool, reduce, scalar,
-    shape, unary,
+    activation, binary, conv, create, index, linalg, loss, nn, norm, opaque, pad, pool, reduce, scalar,
+    scatter, shape, unary,
 )
 from stratagem.tdl.trace import OpDef
 
 _MODULES: tuple[ModuleType, ...] = (unary, activation, binary, scalar, linalg, conv, pool, norm,
-                                    reduce, nn, loss, shape, index, create, opaque)
+                                    reduce, nn, loss, shape, index, pad, scatter, create, opaque)
 
 
 def _collect(modules: tuple[ModuleType, ...]) -> dict[str, OpDef]:

@@ -32,7 +32,7 @@ def _params(name, x, weight, n, stride, padding, dilation, groups):
     ci, co = x.shape[1], weight.shape[0]
     if ci % groups or co % groups or weight.shape[1] * groups != ci:
         raise TDLError(f"op {name!r}: channels do not fit groups={groups}",
-                       expected=f"Ci and Co divisible by groups, weight.shape[1] == Ci / groups",
+                       expected="Ci and Co divisible by groups, weight.shape[1] == Ci / groups",
                        got=f"Ci={ci}, Co={co}, weight {list(weight.shape)}")
     return (ints(stride, n, name, "stride"), ints(padding, n, name, "padding"),
             ints(dilation, n, name, "dilation"))

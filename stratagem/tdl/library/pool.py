@@ -1,4 +1,4 @@
-"""Pooling and nearest upsampling over the last 1 or 2 dims of [B, C, ...] or [C, ...].
+"""Pooling over the last 1, 2 or 3 dims of [B, C, ...] or [C, ...], and nearest upsampling.
 
     max_pool2d(x)[b, c, h, w] = Max(kh, kw: x.padded(-inf)[b, c, h*sh + kh*dh - ph, w*sw + kw*dw - pw])
     avg_pool2d(x)[b, c, h, w] = Sum(kh, kw: x.padded(0)[...]) / divisor
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from stratagem.errors import TDLError
 from stratagem.tdl.expr import Compute, Max, Sum, maximum, minimum, to_value
-from stratagem.tdl.library.common import NEG_INF, ints
+from stratagem.tdl.library.common import NEG_INF, ints, numel
 from stratagem.tdl.trace import op
 
-POSITIONS = {1: ["l"], 2: ["h", "w"]}
-KERNELS = {1: ["k"], 2: ["kh", "kw"]}
+POSITIONS = {1: ["l"], 2: ["h", "w"], 3: ["d", "h", "w"]}
+KERNELS = {1: ["k"], 2: ["kh", "kw"], 3: ["kd", "kh", "kw"]}
 
 
 def lead_names(x, n: int, name: str) -> list[str]:
@@ -81,7 +81,7 @@ def avg_pool(name, n, x, kernel_size, stride, padding, ceil_mode, count_include_
         if divisor_override:
             return float(divisor_override)
         if count_include_pad or not any(p):
-            return float(k[0] if n == 1 else k[0] * k[1])
+            return float(numel(k))
         count = None
         for i in range(n):
             start = pos[i] * s[i] - p[i]
@@ -132,6 +132,10 @@ def avg_pool2d(x, *, kernel_size, stride=None, padding=0, ceil_mode=False, count
                     divisor_override)
 
 
+def _adaptive_shape(name, n):
+    return lambda x, *, output_size: (*x.shape[:x.ndim - n], *ints(output_size, n, name, "output_size"))
+
+
 def _adaptive_kernel(name, x, output_size, n):
     out = ints(output_size, n, name, "output_size")
     sizes = x.shape[x.ndim - n:]
@@ -142,7 +146,7 @@ def _adaptive_kernel(name, x, output_size, n):
     return tuple(size // o for size, o in zip(sizes, out))
 
 
-@op(shape=lambda x, *, output_size: (*x.shape[:-1], *ints(output_size, 1, "adaptive_avg_pool1d", "output_size")),
+@op(shape=_adaptive_shape("adaptive_avg_pool1d", 1),
     example=(([2, 4, 9],), {"output_size": 3}))
 def adaptive_avg_pool1d(x, *, output_size):
     """Mean over output_size equal windows of the last dim."""
@@ -150,12 +154,37 @@ def adaptive_avg_pool1d(x, *, output_size):
     return avg_pool("adaptive_avg_pool1d", 1, x, kernel, kernel, 0, False, True, None)
 
 
-@op(shape=lambda x, *, output_size: (*x.shape[:-2], *ints(output_size, 2, "adaptive_avg_pool2d", "output_size")),
+@op(shape=_adaptive_shape("adaptive_avg_pool2d", 2),
     example=(([2, 4, 6, 6],), {"output_size": (1, 1)}))
 def adaptive_avg_pool2d(x, *, output_size):
     """Mean over output_size equal windows of the last two dims (ResNet's global pool at (1, 1))."""
     kernel = _adaptive_kernel("adaptive_avg_pool2d", x, output_size, 2)
     return avg_pool("adaptive_avg_pool2d", 2, x, kernel, kernel, 0, False, True, None)
+
+
+@op(shape=lambda x, *, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False:
+    _pool_shape("max_pool3d", 3, x, kernel_size, stride, padding, dilation, ceil_mode),
+    example=(([2, 3, 5, 6, 6],), {"kernel_size": 2, "stride": 2}))
+def max_pool3d(x, *, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """Max over windows of the last three dims."""
+    return max_pool("max_pool3d", 3, x, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+@op(shape=lambda x, *, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+    divisor_override=None: _pool_shape("avg_pool3d", 3, x, kernel_size, stride, padding, 1, ceil_mode),
+    example=(([2, 3, 5, 6, 6],), {"kernel_size": 2, "stride": 2}))
+def avg_pool3d(x, *, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """Mean over windows of the last three dims."""
+    return avg_pool("avg_pool3d", 3, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                    divisor_override)
+
+
+@op(shape=_adaptive_shape("adaptive_avg_pool3d", 3), example=(([2, 3, 4, 6, 6],), {"output_size": (2, 3, 1)}))
+def adaptive_avg_pool3d(x, *, output_size):
+    """Mean over output_size equal windows of the last three dims."""
+    kernel = _adaptive_kernel("adaptive_avg_pool3d", x, output_size, 3)
+    return avg_pool("adaptive_avg_pool3d", 3, x, kernel, kernel, 0, False, True, None)
 
 
 @op(shape=lambda x, *, scale_factor: (*x.shape[:-2], *(s * f for s, f in zip(

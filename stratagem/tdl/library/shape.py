@@ -178,3 +178,51 @@ def to_copy(x, *, dtype=None):
     if "int" in name:
         return Compute(names("d", range(x.ndim)), lambda *idx: trunc(x[idx]))
     return _identity(x)
+
+
+def _diagonal_length(x, offset, dim1, dim2):
+    a, b = axis(dim1, x.ndim, "diagonal"), axis(dim2, x.ndim, "diagonal")
+    if a == b:
+        raise TDLError("op 'diagonal': dim1 and dim2 must differ", got=f"{dim1}, {dim2}")
+    return a, b, min(x.shape[a] - max(-offset, 0), x.shape[b] - max(offset, 0))
+
+
+def _diagonal_shape(x, *, offset=0, dim1=0, dim2=1):
+    a, b, length = _diagonal_length(x, offset, dim1, dim2)
+    return (*(s for d, s in enumerate(x.shape) if d not in (a, b)), length)
+
+
+@op(shape=_diagonal_shape, example=(([3, 5, 6],), {"offset": 1, "dim1": 1, "dim2": 2}))
+def diagonal(x, *, offset=0, dim1=0, dim2=1):
+    """out[.., k] = x[.., k + max(-offset, 0) at dim1, .., k + max(offset, 0) at dim2, ..]."""
+    a, b, _ = _diagonal_length(x, offset, dim1, dim2)
+    kept = [d for d in range(x.ndim) if d not in (a, b)]
+
+    def body(*idx):
+        *rest, k = idx
+        source = [None] * x.ndim
+        for d, i in zip(kept, rest):
+            source[d] = i
+        source[a], source[b] = k + max(-offset, 0), k + max(offset, 0)
+        return x[tuple(source)]
+
+    return Compute([*names("d", kept), "k"], body)
+
+
+@op(shape=lambda x, *, size, stride, storage_offset=0: tuple(size),
+    example=(([4, 6],), {"size": (3, 4), "stride": (6, 1), "storage_offset": 2}))
+def as_strided(x, *, size, stride, storage_offset=0):
+    """out[idx] = the element at storage position storage_offset + sum(idx * stride) of x laid out
+    row-major (capture converts only contiguous inputs)."""
+    storage = numel(x.shape)
+    last = storage_offset + sum((n - 1) * s for n, s in zip(size, stride))
+    if storage_offset < 0 or any(s < 0 for s in stride) or last >= storage:
+        raise TDLError("op 'as_strided' reads outside the input's storage", expected=f"< {storage}",
+                       got=f"positions up to {last}")
+    in_strides = _strides(x.shape)
+
+    def body(*idx):
+        position = sum((i * s for i, s, n in zip(idx, stride, size) if n > 1), storage_offset)
+        return x[tuple(0 if n == 1 else (position // s) % n for s, n in zip(in_strides, x.shape))]
+
+    return Compute(names("d", range(len(size))), body)
