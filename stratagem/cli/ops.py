@@ -151,7 +151,8 @@ def _detail(name: str) -> int:
         if analysis.can_split(dim.name, 2):
             _print_split(analysis, analysis.split(dim.name, 2))
         else:
-            print(f"  split {dim.name} 2 ways: not offered ({dim.why_not or 'a worker would read more than it needs'})")
+            why = dim.why_not or "a worker would read more than it needs"
+            print(f"  split {dim.name} 2 ways: not offered ({why})")
     return 0
 
 

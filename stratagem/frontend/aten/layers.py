@@ -119,7 +119,8 @@ def _group_norm(node):
     if other_elements_used(node, [0]):
         return None
     groups = args["num_groups"] if "num_groups" in args else args["group"]
-    return one("group_norm", [args["input"], args["weight"], args["bias"]], num_groups=groups, eps=args["eps"])
+    return one("group_norm", [args["input"], args["weight"], args["bias"]], num_groups=groups,
+               eps=args["eps"])
 
 
 def batch_norm_training(x, weight, bias, eps):
@@ -267,7 +268,8 @@ CONVERTERS = {
     "aten.avg_pool1d.default": _avg_pool(1), "aten.avg_pool2d.default": _avg_pool(2),
     "aten.adaptive_avg_pool1d.default": _adaptive(1), "aten.adaptive_avg_pool2d.default": _adaptive(2),
     "aten._adaptive_avg_pool2d.default": _adaptive(2),
-    "aten.upsample_nearest2d.vec": _upsample_nearest2d, "aten.upsample_nearest2d.default": _upsample_nearest2d,
+    "aten.upsample_nearest2d.vec": _upsample_nearest2d,
+    "aten.upsample_nearest2d.default": _upsample_nearest2d,
     "aten.layer_norm.default": _layer_norm, "aten.native_layer_norm.default": _layer_norm,
     "aten.rms_norm.default": _rms_norm,
     "aten.group_norm.default": _group_norm, "aten.native_group_norm.default": _group_norm,

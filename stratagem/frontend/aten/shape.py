@@ -33,7 +33,8 @@ def _pieces(node, sizes, dim):
     x = node.args[0]
     out, start = [], 0
     for i, length in enumerate(sizes):
-        out.append(Converted("slice", (x,), {"dim": dim, "start": start, "end": start + length, "step": 1}, i))
+        attrs = {"dim": dim, "start": start, "end": start + length, "step": 1}
+        out.append(Converted("slice", (x,), attrs, i))
         start += length
     return out
 
@@ -192,7 +193,8 @@ CONVERTERS = {
     "aten.cat.default": lambda node: one("cat", list(node.args[0]), dim=bind(node)["dim"]),
     "aten.stack.default": lambda node: one("stack", list(node.args[0]), dim=bind(node)["dim"]),
     "aten.slice.Tensor": _slice,
-    "aten.select.int": lambda node: one("select", [node.args[0]], dim=bind(node)["dim"], index=bind(node)["index"]),
+    "aten.select.int": lambda node: one("select", [node.args[0]], dim=bind(node)["dim"],
+                                        index=bind(node)["index"]),
     "aten.narrow.default": lambda node: one("narrow", [node.args[0]], dim=bind(node)["dim"],
                                             start=bind(node)["start"], length=bind(node)["length"]),
     "aten.split.Tensor": _split, "aten.split_with_sizes.default": _split, "aten.chunk.default": _split,
@@ -203,8 +205,8 @@ CONVERTERS = {
     "aten.diagonal.default": lambda node: one("diagonal", [node.args[0]], offset=bind(node)["offset"],
                                               dim1=bind(node)["dim1"], dim2=bind(node)["dim2"]),
     "aten.as_strided.default": _as_strided,
-    "aten.scatter_add.default": lambda node: one("scatter_add", [bind(node)[k] for k in ("self", "index", "src")],
-                                                 dim=bind(node)["dim"]),
+    "aten.scatter_add.default": lambda node: one(
+        "scatter_add", [bind(node)[k] for k in ("self", "index", "src")], dim=bind(node)["dim"]),
     "aten.slice_scatter.default": _slice_scatter,
     "aten.select_scatter.default": lambda node: one("select_scatter", [bind(node)["self"], bind(node)["src"]],
                                                     dim=bind(node)["dim"], index=bind(node)["index"]),

@@ -236,7 +236,8 @@ def gather(x, index, *, dim):
     """out[idx] = x[idx with index[idx] at dim], as a one-hot Sum over x's dim."""
     a = axis(dim, x.ndim, "gather")
     if index.ndim != x.ndim:
-        raise TDLError("op 'gather': index must have x's rank", got=f"{list(index.shape)} for {list(x.shape)}")
+        raise TDLError("op 'gather': index must have x's rank",
+                       got=f"{list(index.shape)} for {list(x.shape)}")
 
     def body(*idx):
         return Sum(lambda v: where(index[idx] == v, x[with_index(idx, a, v)], 0.0))

@@ -73,7 +73,8 @@ def _reduce(positions, reduction, nll, weight, ignore_index, smooth=None, label_
         return Compute(positions.names, lambda *pos: loss(pos, keep, spread))
     if reduction == "sum":
         return Compute([], lambda: positions.over(lambda pos: loss(pos, keep, spread)))
-    total = positions.over(lambda pos: positions.valid(pos, ignore_index) * positions.class_weight(weight, pos))
+    total = positions.over(
+        lambda pos: positions.valid(pos, ignore_index) * positions.class_weight(weight, pos))
     return Compute([], lambda: positions.over(lambda pos: loss(pos, keep / total, spread / total)))
 
 

@@ -5,12 +5,20 @@ from __future__ import annotations
 
 from stratagem.errors import TDLError
 from stratagem.tdl.expr import Compute, Sum, where
-from stratagem.tdl.library.common import axis, names, with_index
+from stratagem.tdl.library.common import axis, names, numel, with_index
 from stratagem.tdl.library.index import slice_range
 from stratagem.tdl.trace import op
 
 
-@op(shape=lambda x, index, src, *, dim: x.shape, example=(([4, 6], [4, 3], [4, 3]), {"dim": 1}))
+def _scatter_add_flops(dims, input_shapes, *, dim):
+    """A copy of x and one add per scattered element (the one-hot sum would count every pair)."""
+    out_size = numel([n for name, n in dims.items() if name != "j"])
+    rows = out_size // dims[f"d{axis(dim, len(input_shapes[0]), 'scatter_add')}"]
+    return float(out_size + rows * dims["j"])
+
+
+@op(shape=lambda x, index, src, *, dim: x.shape, flops=_scatter_add_flops,
+    example=(([4, 6], [4, 3], [4, 3]), {"dim": 1}))
 def scatter_add(x, index, src, *, dim):
     """out = x; out[.., index[.., j, ..], ..] += src[.., j, ..], as
     x[idx] + Sum(j: where(index[idx with j] == idx[dim], src[idx with j], 0))."""

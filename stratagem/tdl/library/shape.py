@@ -108,7 +108,8 @@ def squeeze(x, *, dim=None):
 def _expand_shape(x, size):
     size = tuple(int(s) for s in size)
     if len(size) < x.ndim:
-        raise TDLError("op 'expand': size has fewer dims than the input", got=f"{list(size)} for {list(x.shape)}")
+        raise TDLError("op 'expand': size has fewer dims than the input",
+                       got=f"{list(size)} for {list(x.shape)}")
     lead = len(size) - x.ndim
     out = tuple(x.shape[d - lead] if s == -1 and d >= lead else s for d, s in enumerate(size))
     for d in range(x.ndim):
