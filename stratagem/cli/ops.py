@@ -45,14 +45,8 @@ def example_analysis(name: str) -> Analysis:
 
 
 def symbols(analysis: Analysis) -> dict[int, str]:
-    """Symbol (upper-case index name) of each index variable, by uid."""
-    names = analysis_symbol_names(analysis)
-    return {var.uid: names[name] for name, var in analysis._vars.items()}
-
-
-def analysis_symbol_names(analysis: Analysis) -> dict[str, str]:
-    from stratagem.tdl.analysis import _symbol_names
-    return _symbol_names(analysis._vars)
+    """Symbol (upper-case index name) of each dim's index variable, by uid."""
+    return {analysis.index_var(name).uid: sym for name, sym in analysis.symbols.items()}
 
 
 def input_dims(analysis: Analysis) -> list[list[str]]:

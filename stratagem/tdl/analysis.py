@@ -141,6 +141,16 @@ class Analysis:
         raise TDLError(f"op {self.name!r} has no dim {name!r}",
                        expected=f"one of {[d.name for d in self.dims]}", got=repr(name))
 
+    def index_var(self, name: str) -> IndexVar:
+        """The index variable of dim `name` (output or top-level reduction index)."""
+        self.dim(name)
+        return self._vars[name]
+
+    @property
+    def symbols(self) -> dict[str, str]:
+        """The symbol standing for each dim's extent in `symbolic_regions` (b -> B)."""
+        return _symbol_names(self._vars)
+
     def output_dim_index(self, name: str) -> int | None:
         names = [v.name for v in self.desc.output_vars]
         return names.index(name) if name in names else None

@@ -63,7 +63,7 @@ def run_chain(node, chain, values):
         inputs = [results[i.index] if isinstance(i, Intermediate) else values[i] for i in op.inputs]
         opdef = LIBRARY[op.kind]
         desc = opdef.describe(*(tuple(t.shape) for t in inputs), **op.attrs)
-        out = TORCH_OPS[op.kind](inputs, opdef._bind_attrs(op.attrs), desc.output_shape)
+        out = TORCH_OPS[op.kind](inputs, opdef.attrs_with_defaults(op.attrs), desc.output_shape)
         results.append(out[0] if isinstance(out, tuple) and desc.num_outputs == 1 else out)
         outs = out if isinstance(out, tuple) else (out,)
         assert tuple(outs[0].shape) == desc.output_shape, (op.kind, outs[0].shape, desc.output_shape)

@@ -165,7 +165,7 @@ def as_numpy(result: Any) -> list[np.ndarray]:
 
 
 def run_torch(name: str, inst: Instance, arrays, out_shape) -> list[np.ndarray]:
-    attrs = LIBRARY[name]._bind_attrs(inst.case.attrs)
+    attrs = LIBRARY[name].attrs_with_defaults(inst.case.attrs)
     tensors = [to_torch(a, k) for a, k in zip(arrays, inst.kinds)]
     while tensors and tensors[-1] is None:
         tensors.pop()
