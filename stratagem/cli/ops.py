@@ -1,8 +1,11 @@
 """`stratagem ops`: the TDL operator library with the splits the analysis derives.
 
     stratagem ops                 one line per op at its example shapes: dims, kinds, reductions
+                                  ([irregular]: a halo-like split; [no 2-way split]: not offered)
     stratagem ops NAME            one op in detail: description, dims, each 2-way split's regions
-    stratagem ops --coverage [-v] how many core ATen ops capture describes (-v: list the rest)
+    stratagem ops --coverage [-v] how many core ATen ops capture describes (-v: list the rest); an
+                                  overload counts when aten_map has a converter for it (a few
+                                  argument values, e.g. a transposed convolution, still give None)
 
 A rich table when writing to a terminal; plain aligned text when piped.
 """
@@ -57,7 +60,8 @@ def input_dims(analysis: Analysis) -> list[list[str]]:
     for out in analysis.desc.outputs:
         for acc, _, _ in iter_accesses(out, full_ranges(analysis.desc)):
             pos = acc.tensor.position
-            dims = [_dim_label(index, size, sym) for index, size in zip(acc.indices, acc.tensor.shape)]
+            dims = [_dim_label(index, size, sym, analysis.desc.extents)
+                    for index, size in zip(acc.indices, acc.tensor.shape)]
             if found[pos] is None or _named(dims) > _named(found[pos]):
                 found[pos] = dims
     return [f if f is not None else [str(s) for s in ref.shape]
@@ -68,10 +72,13 @@ def _named(dims: list[str]) -> int:
     return sum(1 for d in dims if not d.isdigit())
 
 
-def _dim_label(index: Any, size: int, sym: dict[int, str]) -> str:
+def _dim_label(index: Any, size: int, sym: dict[int, str], extents) -> str:
+    """The symbol of the index that walks the whole dim directly, else the dim's size."""
     from stratagem.tdl.expr import FULL
     var = None if index is FULL else index.as_single_var()
-    return sym[var.uid] if var is not None and var.uid in sym else str(size)
+    if var is None or var.uid not in sym or extents[var.uid] != size:
+        return str(size)
+    return sym[var.uid]
 
 
 def signature(analysis: Analysis, attrs: dict[str, Any] | None = None) -> str:
@@ -88,7 +95,18 @@ def signature(analysis: Analysis, attrs: dict[str, Any] | None = None) -> str:
 
 
 def dims_text(analysis: Analysis) -> str:
-    return "  ".join(str(d) for d in analysis.dims)
+    """Each dim as `name:kind`; `[irregular]` when its 2-way split needs a region no DTensor
+    placement expresses (a halo), `[no 2-way split]` when a worker would read more than it needs."""
+    return "  ".join(_dim_text(analysis, d) for d in analysis.dims)
+
+
+def _dim_text(analysis: Analysis, dim) -> str:
+    text = str(dim)
+    if not dim.splittable:
+        return text
+    if not analysis.can_split(dim.name, 2):
+        return f"{text}[no 2-way split]"
+    return text if analysis.split(dim.name, 2).is_regular else f"{text}[irregular]"
 
 
 def rows() -> list[tuple[str, str]]:

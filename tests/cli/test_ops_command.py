@@ -22,7 +22,9 @@ def test_the_listing_has_one_line_per_op_with_derived_kinds(capsys):
     assert re.search(r"linear\(x\[B,K\], weight\[J,K\], bias\[J\]\) -> out\[B,J\]\s+"
                      r"b:sample  j:parameter  k:reduction->P\(sum\)", linear)
     conv = next(line for line in lines if line.startswith("conv2d("))
-    assert "h:attribute" in conv and "co:parameter" in conv and "kh:reduction->P(sum)" in conv
+    assert "h:attribute[irregular]" in conv and "co:parameter " in conv and "kh:reduction->P(sum)" in conv
+    lstm = next(line for line in lines if line.startswith("lstm_cell("))
+    assert "w_ih[20,4]" in lstm and "j:parameter[no 2-way split]" in lstm
 
 
 def test_one_op_shows_each_split_with_symbolic_and_concrete_regions(capsys):
