@@ -17,7 +17,7 @@ the planner treats such ops as if gradients flowed through them.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -30,8 +30,7 @@ GRAD_ENABLED = "stratagem_grad_enabled"   # node meta: the grad mode an inlined 
 
 
 def export_program(module: torch.nn.Module, inputs: Sequence[Any]) -> torch.export.ExportedProgram:
-    compiling = _compiling_for_transformers() if _uses_transformers(module) else contextlib.nullcontext()
-    with _default_device(module, inputs), compiling:
+    with _default_device(module, inputs):
         program = torch.export.export(module, tuple(inputs), strict=False)
     inline_wrapped_bodies(program.graph_module)
     functionalize_view_writes(program.graph_module)
@@ -43,22 +42,6 @@ def _default_device(module: torch.nn.Module, inputs: Sequence[Any]) -> contextli
                *(x for x in torch.utils._pytree.tree_leaves(list(inputs)) if isinstance(x, torch.Tensor))]
     on_meta = bool(tensors) and all(t.device.type == "meta" for t in tensors)
     return torch.device("meta") if on_meta else contextlib.nullcontext()
-
-
-def _uses_transformers(module: torch.nn.Module) -> bool:
-    return any(type(m).__module__.startswith("transformers.") for m in module.modules())
-
-
-@contextlib.contextmanager
-def _compiling_for_transformers() -> Iterator[None]:
-    """transformers 5 calls `.item()` on data (which meta and fake tensors do not have) unless it
-    believes it is being compiled; export traces shapes only, so telling it so is sound."""
-    original = torch.compiler.is_compiling
-    torch.compiler.is_compiling = lambda: True
-    try:
-        yield
-    finally:
-        torch.compiler.is_compiling = original
 
 
 def _wrapper_ops() -> tuple[Any, ...]:

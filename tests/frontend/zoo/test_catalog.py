@@ -71,3 +71,10 @@ def test_the_70b_decoder_uses_grouped_query_attention():
     model, _ = zoo.module("gpt-70b")
     attention = model.layers[0].attention
     assert attention.wq.weight.shape == (8192, 8192) and attention.wk.weight.shape == (1024, 8192)
+
+
+def test_hugging_face_models_run_eagerly_on_meta():
+    pytest.importorskip("transformers")
+    model, inputs = zoo.module("hf:gpt2-tiny")
+    loss = model(*inputs)
+    assert loss.device.type == "meta" and loss.shape == ()
