@@ -1,8 +1,8 @@
 """Exported FX nodes -> IR tensors and ops.
 
 Placeholders become tensors: parameters `weight` (named by module path; a tied parameter, which
-export lists once per path, becomes one tensor under its first path), buffers and lifted constants
-`buffer`, user inputs `input`. Each call_function node then becomes ops, in graph order:
+export lists once per path, becomes one tensor under its first path), buffers, lifted constants and
+frozen parameters (requires_grad False) `buffer`, user inputs `input`. Each call_function node then becomes ops, in graph order:
 
 - a node whose value is not a tensor (a size, an assert) makes no op; where a later call names it,
   its value is recorded instead;
@@ -110,6 +110,7 @@ class Lowering:
     # ---- placeholders ------------------------------------------------------------------------
     def _placeholders(self) -> None:
         canonical = _canonical_paths(self.module)
+        frozen = frozen_parameters(self.program)
         for spec in self.program.graph_signature.input_specs:
             node = self.nodes[spec.arg.name]
             val = node.meta.get("val")
@@ -120,8 +121,8 @@ class Lowering:
             self.names[node.name] = name
             if name not in self.specs:
                 user = spec.kind.name == "USER_INPUT"
-                self.specs[name] = TensorSpec(name, tuple(val.shape), dtype_name(val.dtype),
-                                              ROLES[spec.kind.name],
+                role = Role.BUFFER if node.name in frozen else ROLES[spec.kind.name]
+                self.specs[name] = TensorSpec(name, tuple(val.shape), dtype_name(val.dtype), role,
                                               self.input_sample_dims.get(node.name) if user else None)
             if spec.kind.name == "CONSTANT_TENSOR":
                 self._record_constant(name, self.program.constants.get(spec.target))
@@ -246,6 +247,13 @@ def _share_of(saved: tuple[str, ...] | None, built: list[tuple[Op, TensorSpec]],
     held = {t for o, _ in built for t in (*o.inputs, *o.outputs)}
     last = k == len(built) - 1
     return tuple(t for t in saved if t in op.inputs or t in op.outputs or (last and t not in held))
+
+
+def frozen_parameters(program: torch.export.ExportedProgram) -> frozenset[str]:
+    """Placeholder names of parameters that do not require grad (they train as buffers do: not)."""
+    state = program.state_dict
+    return frozenset(s.arg.name for s in program.graph_signature.input_specs
+                     if s.kind.name == "PARAMETER" and not state[s.target].requires_grad)
 
 
 def _canonical_paths(module: torch.nn.Module) -> dict[str, str]:

@@ -50,7 +50,7 @@ class _SavedRecorder(fx.Interpreter):
     def __init__(self, program: torch.export.ExportedProgram):
         super().__init__(program.graph_module)
         self.trainable = {s.arg.name for s in program.graph_signature.input_specs
-                          if s.kind.name == "PARAMETER"}
+                          if s.kind.name == "PARAMETER" and program.state_dict[s.target].requires_grad}
         self.current = ""
         self.packed: list[tuple[str, torch.Tensor]] = []
         self.by_id: dict[int, str] = {}

@@ -227,3 +227,14 @@ def test_a_real_module_captures_too(checked):
     torch.manual_seed(0)
     g = checked(capture_quietly(MLP(), (torch.randn(5, 8), torch.randint(4, (5,)))))
     assert g.num_parameters == 8 * 16 + 16 + 16 * 4 + 4
+
+
+def test_frozen_parameters_are_buffers_and_save_nothing_for_their_gradient(checked):
+    with torch.device("meta"):
+        model = MLP()
+    model.fc2.requires_grad_(False)
+    g = checked(capture_quietly(model, meta_inputs(((5, 8), torch.float32), ((5,), torch.int64))))
+    assert {s.name for s in g.weights} == {"fc1.weight", "fc1.bias"}
+    assert {s.name for s in g.tensors_with_role(Role.BUFFER)} == {"fc2.weight", "fc2.bias"}
+    fc2 = [op for op in g.ops if op.attrs["target"] == "aten.linear.default"][1]
+    assert "fc2.weight" in fc2.saved and fc2.inputs[0] not in fc2.saved   # only the input's grad needs it
