@@ -21,10 +21,10 @@ from stratagem.frontend.export import export_program
 
 
 def with_one_more_sample(inputs: Sequence[Any], sample_dims: Sequence[int | None]) -> tuple[Any, ...]:
-    """The inputs with every tensor leaf's sample dim one longer (zero-filled, on the same device)."""
+    """The inputs with every tensor leaf's sample dim one longer (zero-filled, on the same device);
+    `sample_dims` has one entry per pytree leaf (None for non-tensors)."""
     leaves, spec = torch.utils._pytree.tree_flatten(list(inputs))
-    dims = iter(sample_dims)
-    grown = [_grow(x, next(dims)) if isinstance(x, torch.Tensor) else x for x in leaves]
+    grown = [_grow(x, d) if isinstance(x, torch.Tensor) else x for x, d in zip(leaves, sample_dims, strict=True)]
     return tuple(torch.utils._pytree.tree_unflatten(grown, spec))
 
 

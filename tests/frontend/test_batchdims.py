@@ -25,7 +25,7 @@ def test_flattened_or_multiplied_batches_are_not_batch_dims():
 
 def test_inputs_grow_along_their_sample_dims_only():
     x, ids, scale = meta(2, 3), torch.zeros(5, 2, dtype=torch.long), 0.5
-    grown_x, grown_ids, same_scale = with_one_more_sample((x, ids, scale), [0, 1, None])
+    same_scale, (grown_x, grown_ids) = with_one_more_sample((scale, (x, ids)), [None, 0, 1])
     assert grown_x.shape == (3, 3) and grown_x.device.type == "meta"
     assert grown_ids.shape == (5, 3) and grown_ids.dtype == torch.long
     assert same_scale == 0.5

@@ -238,3 +238,19 @@ def test_frozen_parameters_are_buffers_and_save_nothing_for_their_gradient(check
     assert {s.name for s in g.tensors_with_role(Role.BUFFER)} == {"fc2.weight", "fc2.bias"}
     fc2 = [op for op in g.ops if op.attrs["target"] == "aten.linear.default"][1]
     assert "fc2.weight" in fc2.saved and fc2.inputs[0] not in fc2.saved   # only the input's grad needs it
+
+
+class Nested(nn.Module):
+    def forward(self, x: torch.Tensor, scale: int, pair: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        return (x * scale + pair[0] - pair[1]).sum(1).mean()
+
+
+def test_non_tensor_and_nested_inputs(checked):
+    x = torch.randn(3, 4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        g = checked(capture(Nested(), (x, 2, (x, torch.ones(3, 4)))))
+    assert not [w for w in caught if "batch dims" in str(w.message)]
+    assert g.inputs == ("x", "pair_0", "pair_1")
+    summed = next(op for op in g.ops if op.attrs.get("target") == "aten.sum.dim_IntList")
+    assert summed.attrs["out_sample_dim"] == 0
