@@ -8,9 +8,10 @@ frozen parameters (requires_grad False) `buffer`, user inputs `input`. Each call
   its value is recorded instead;
 - a dead node (no users, not a graph output: e.g. batch norm's in-place `num_batches_tracked += 1`)
   makes no op;
-- `detach`, `alias` and `lift_fresh_copy` are folded (their output is their input, with the same
-  layout) when nothing flowing through them requires grad; otherwise they stay, as ops. `clone` and
-  `contiguous` stay: they change the layout a following `view` depends on;
+- `alias` and `lift_fresh_copy` are folded: their output is their input, with the same layout;
+- `detach` is folded when nothing flowing through it requires grad; otherwise it stays, as an op
+  (the IR has no stop-gradient: folding it would plan gradients the model never computes);
+- `clone` and `contiguous` stay: they change the layout a following `view` depends on;
 - `aten_map.convert(node)` gives library ops, a chain linked by `Intermediate`s; every op is traced
   against its TDL description and checked against the exported shapes; a chain that does not fit
   falls back to opaque, and the capture warning says why;
@@ -41,7 +42,8 @@ from stratagem.frontend.saved import SavedTensors
 from stratagem.ir import Attrs, Op, Role, TensorSpec
 from stratagem.tdl.library import LIBRARY
 
-FOLDED = frozenset({"aten.detach.default", "aten.alias.default", "aten.lift_fresh_copy.default"})
+FOLDED = frozenset({"aten.alias.default", "aten.lift_fresh_copy.default"})
+FOLDED_WITHOUT_GRAD = frozenset({"aten.detach.default"})   # folding would let gradients through
 MAX_RECORDED_CONSTANT = 4096   # elements: lifted constants up to this size keep their values
 
 ROLES = {"PARAMETER": Role.WEIGHT, "BUFFER": Role.BUFFER, "CONSTANT_TENSOR": Role.BUFFER,
@@ -142,7 +144,7 @@ class Lowering:
         if not node.users and node.name not in self.outputs:
             return
         target = calls.target_name(node.target)
-        if target in FOLDED and not self._requires_grad(node):
+        if target in FOLDED or (target in FOLDED_WITHOUT_GRAD and not self._requires_grad(node)):
             self.names[node.name] = self.tensor_name(node.args[0])
             return
         try:

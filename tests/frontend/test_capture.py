@@ -254,3 +254,20 @@ def test_non_tensor_and_nested_inputs(checked):
     assert g.inputs == ("x", "pair_0", "pair_1")
     summed = next(op for op in g.ops if op.attrs.get("target") == "aten.sum.dim_IntList")
     assert summed.attrs["out_sample_dim"] == 0
+
+
+class Aliased(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.aten.alias(self.fc(x)).sum()
+
+
+def test_alias_folds_even_where_gradients_flow(checked):
+    with torch.device("meta"):
+        model = Aliased()
+    g = checked(capture_quietly(model, meta_inputs(((2, 4), torch.float32))))
+    assert [op.attrs["target"] for op in g.ops] == ["aten.linear.default", "aten.sum.default"]
+    assert g.ops[1].inputs == g.ops[0].outputs
