@@ -78,3 +78,9 @@ def test_hugging_face_models_run_eagerly_on_meta():
     model, inputs = zoo.module("hf:gpt2-tiny")
     loss = model(*inputs)
     assert loss.device.type == "meta" and loss.shape == ()
+
+
+def test_every_model_is_in_the_zoo_document():
+    from pathlib import Path
+    text = (Path(__file__).parents[3] / "docs" / "zoo.md").read_text()
+    assert all(f"| `{name}` |" in text for name in zoo.names())
