@@ -18,8 +18,8 @@ frozen parameters (requires_grad False) `buffer`, user inputs `input`. Each call
 - otherwise the node becomes opaque ops (`opaque_ops.py`), one per tensor it yields that is used.
 
 Activations get the batch dim that `batchdims.py` detected. Each op's `saved` lists the graph
-tensors autograd keeps for it (`saved.py`); for a node that became several ops, each op gets those
-among its own inputs and outputs, and the last op gets the rest.
+tensors autograd keeps for it (`saved.py`); for a node that became several ops, each saved tensor
+goes to the first op that reads or writes it, and the last op gets the rest.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ class Lowering:
     # ---- placeholders ------------------------------------------------------------------------
     def _placeholders(self) -> None:
         canonical = _canonical_paths(self.module)
-        frozen = frozen_parameters(self.program)
+        frozen = _frozen_parameters(self.program)
         for spec in self.program.graph_signature.input_specs:
             node = self.nodes[spec.arg.name]
             val = node.meta.get("val")
@@ -131,7 +131,9 @@ class Lowering:
 
     def _record_constant(self, name: str, value: Any) -> None:
         """Keep a small constant's values (the interpreter needs them; on meta there are none)."""
-        if isinstance(value, torch.Tensor) and value.device.type != "meta" and value.numel() <= MAX_RECORDED_CONSTANT:
+        if not isinstance(value, torch.Tensor) or value.device.type == "meta":
+            return
+        if value.numel() <= MAX_RECORDED_CONSTANT:
             self.recorded[name] = Attrs(dtype=dtype_name(value.dtype), shape=tuple(value.shape),
                                         values=tuple(value.flatten().tolist()))
 
@@ -243,16 +245,20 @@ class Lowering:
 
 def _share_of(saved: tuple[str, ...] | None, built: list[tuple[Op, TensorSpec]], k: int
               ) -> tuple[str, ...] | None:
+    """The saved tensors op k keeps: those it is the first op of the chain to read or write; the
+    last op keeps the ones no op of the chain holds."""
     if saved is None:
         return None
-    op = built[k][0]
-    held = {t for o, _ in built for t in (*o.inputs, *o.outputs)}
-    last = k == len(built) - 1
-    return tuple(t for t in saved if t in op.inputs or t in op.outputs or (last and t not in held))
+
+    def holder(tensor: str) -> int:
+        return next((i for i, (o, _) in enumerate(built) if tensor in o.inputs or tensor in o.outputs),
+                    len(built) - 1)
+
+    return tuple(t for t in saved if holder(t) == k)
 
 
-def frozen_parameters(program: torch.export.ExportedProgram) -> frozenset[str]:
-    """Placeholder names of parameters that do not require grad (they train as buffers do: not)."""
+def _frozen_parameters(program: torch.export.ExportedProgram) -> frozenset[str]:
+    """Placeholder names of parameters that do not require grad (no gradient, no optimizer state)."""
     state = program.state_dict
     return frozenset(s.arg.name for s in program.graph_signature.input_specs
                      if s.kind.name == "PARAMETER" and not state[s.target].requires_grad)
