@@ -37,11 +37,12 @@ def opaque_op(lowering: "Lowering", node: fx.Node, target: str, value_node: fx.N
     """The opaque op yielding `value_node`'s tensor (element `index` of `node`'s tuple, if any)."""
     tensor_args = _tensor_args(lowering, node)
     inputs = tuple(dict.fromkeys(lowering.tensor_name(a) for a in tensor_args))
-    in_dims = tuple(_batch_dim(lowering.specs[name]) for name in inputs)
     val = value_node.meta["val"]
     out_dim = lowering.batch_dims.get(value_node.name)
     if out_dim is not None and _mixes_along_batch(lowering, node, tensor_args):
         out_dim = None
+    out_batch = val.shape[out_dim] if out_dim is not None else None
+    in_dims = tuple(_input_batch_dim(lowering.specs[name], out_batch) for name in inputs)
     name = value_node.name
     attrs = {"target": target, "out_shape": tuple(val.shape), "in_sample_dims": in_dims,
              "out_sample_dim": out_dim, "call": _call(lowering, node, inputs, index)}
@@ -53,6 +54,15 @@ def opaque_op(lowering: "Lowering", node: fx.Node, target: str, value_node: fx.N
 
 def _batch_dim(spec: TensorSpec) -> int | None:
     return spec.sample_dim if spec.role in (Role.INPUT, Role.ACTIVATION) else None
+
+
+def _input_batch_dim(spec: TensorSpec, out_batch: int | None) -> int | None:
+    """An input is sliced with the output's samples only if it has as many (inputs of another
+    batch size are read whole)."""
+    dim = _batch_dim(spec)
+    if dim is None or out_batch is None or spec.shape[dim] == out_batch:
+        return dim
+    return None
 
 
 def _tensor_args(lowering: "Lowering", node: fx.Node) -> list[fx.Node]:

@@ -271,3 +271,15 @@ def test_alias_folds_even_where_gradients_flow(checked):
     g = checked(capture_quietly(model, meta_inputs(((2, 4), torch.float32))))
     assert [op.attrs["target"] for op in g.ops] == ["aten.linear.default", "aten.sum.default"]
     assert g.ops[1].inputs == g.ops[0].outputs
+
+
+class Lookup(nn.Module):
+    def forward(self, rows: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        return rows[ids].sum()
+
+
+def test_inputs_of_another_batch_size_are_read_whole(checked):
+    g = checked(capture_quietly(Lookup(), meta_inputs(((5, 4), torch.float32), ((3,), torch.int64))))
+    lookup = next(op for op in g.ops if op.attrs.get("target") == "aten.index.Tensor")
+    assert lookup.attrs["out_sample_dim"] == 0          # [3, 4] follows the ids
+    assert lookup.attrs["in_sample_dims"] == (None, 0)  # the 5 rows are read whole
