@@ -216,6 +216,9 @@ class Lowering:
         desc = LIBRARY[item.kind].describe(*(s.shape for s in specs),
                                            weights=[s.role in (Role.WEIGHT, Role.BUFFER) for s in specs],
                                            **dict(item.attrs))
+        if desc.num_outputs != 1:
+            raise StratagemError(f"{item.kind} describes {desc.num_outputs} outputs",
+                                 expected="one output per Converted (produces names which)")
         return tuple(desc.output_shape)
 
     # ---- names, shapes -----------------------------------------------------------------------
