@@ -1,6 +1,9 @@
 """Every zoo model, declared once. `ENTRIES` is built from these declarations when the module is
 imported (no model is constructed then) and never changes afterwards.
 
+Tiny variants keep the architecture with dropout off, so the reference interpreter must reproduce
+their loss exactly whatever random-number scheme an op's implementation uses.
+
 Settings the papers give are used as given; where they leave a choice open, `notes` says what was
 chosen and why. Sizes in the papers' tables are in GiB of fp32 parameters (TensorOpt Table 1: VGG16's
 0.52 GB is 138.36M x 4 bytes / 2^30) or, for Tofu Table 2, three times that (weights, gradients and
@@ -48,9 +51,9 @@ def _count_from_gib(gib: float, copies: int = 1) -> int:
 def flexflow() -> list[ZooEntry]:
     lenet = _images(partial(LeNet), partial(LeNet, 10, (2, 4), (8, 8)), 64, 28, channels=1, classes=10,
                     tiny_size=28)
-    alexnet = _images(partial(AlexNet), partial(AlexNet, 10, (4, 6, 8, 8, 8), 16, 2), 256, 224, tiny_size=64)
+    alexnet = _images(partial(AlexNet), partial(AlexNet, 10, (4, 6, 8, 8, 8), 16, 2, 0.0), 256, 224, tiny_size=64)
     resnet = _images(partial(ResNet, RESNET_BLOCKS[101]), partial(ResNet, (1, 1, 2, 1), 1, 10, 4), 64, 224)
-    inception = _images(partial(InceptionV3), partial(InceptionV3, 10, 16), 64, 299, tiny_size=75)
+    inception = _images(partial(InceptionV3), partial(InceptionV3, 10, 16, 0.0), 64, 299, tiny_size=75)
     rnn_setting = "40 unrolled steps, one nn.LSTMCell call per layer per step"
     return [
         ZooEntry("lenet", *lenet, "FlexFlow §8.3 (LeNet-5 on 28x28 MNIST, batch 64)",
@@ -106,7 +109,8 @@ def _transformer(name: str, dim: int, heads: int, gib: float, table: str) -> Zoo
 
 
 def tensoropt() -> list[ZooEntry]:
-    vgg_tiny = partial(VGG, (4, 4, "M", 8, 8, "M", 16, 16, 16, "M", 32, 32, 32, "M", 32, 32, 32, "M"), 10, 16, 1)
+    vgg_tiny = partial(VGG, (4, 4, "M", 8, 8, "M", 16, 16, 16, "M", 32, 32, 32, "M", 32, 32, 32, "M"), 10, 16, 1,
+                       0.0)
     wrn_blocks, wrn_widen = RESNET_BLOCKS[50], 9
     bert_tiny = partial(Bert, 50, 16, 2, 32, 2, 16, 0.0)
     return [
