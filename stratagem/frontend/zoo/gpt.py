@@ -138,13 +138,3 @@ class GPT(nn.Module):
         logits = self.output(self.norm(h))
         return F.cross_entropy(logits.reshape(-1, self.cfg.vocab_size), targets.reshape(-1))
 
-
-def token_inputs(vocab_size: int, batch_size: int, seq_len: int, device: str | torch.device,
-                 generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """(tokens, next-token targets), random ids on a real device, uninitialized on meta."""
-    shape = (batch_size, seq_len + 1)
-    if torch.device(device).type == "meta":
-        ids = torch.empty(shape, dtype=torch.long, device=device)
-    else:
-        ids = torch.randint(vocab_size, shape, generator=generator).to(device)
-    return ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
