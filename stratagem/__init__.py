@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stratagem import cluster, search
+from stratagem import cluster, search, zoo
 from stratagem.errors import StratagemError
 from stratagem.plan import Frontier, Plan
 from stratagem.search.planner import find_strategy, frontier
@@ -45,9 +45,6 @@ def capture(module: Any, example_inputs: Any, **kwargs: Any):
 
 
 def __getattr__(name: str):
-    if name == "zoo":
-        from stratagem.frontend import zoo
-        return zoo
     if name == "parallelize":
         from stratagem.runtime import parallelize
         return parallelize
@@ -55,4 +52,4 @@ def __getattr__(name: str):
 
 
 __all__ = ["Configuration", "Frontier", "Plan", "StratagemError", "capture", "cluster", "find_strategy",
-           "frontier", "search", "simulate"]
+           "frontier", "search", "simulate", "zoo"]

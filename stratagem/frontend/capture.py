@@ -38,11 +38,13 @@ class OpaqueOpsWarning(UserWarning):
 
 
 def capture(module: torch.nn.Module, example_inputs: Any, *, name: str | None = None,
-            sample_dims: SampleDims = None) -> Graph:
+            sample_dims: SampleDims = None, convert: Any = None) -> Graph:
     """The IR graph of one training step's forward pass of `module` on `example_inputs`.
 
     `sample_dims`: the batch dim of each tensor input (default 0; None for an input with no batch),
     as a sequence in input order or a mapping from forward-argument name.
+    `convert`: node -> list of Converted or None, consulted instead of `aten_map.convert` (to
+    describe ops of your own; returning None leaves a node opaque).
     """
     inputs = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
     name = name or type(module).__name__
@@ -50,7 +52,7 @@ def capture(module: torch.nn.Module, example_inputs: Any, *, name: str | None = 
     by_name = _input_sample_dims(program, inputs, sample_dims)
     leaf_dims = [by_name.get(n) for n in _user_input_names(program)]
     batch = detect_batch_dims(module, inputs, _align_to_leaves(inputs, leaf_dims), program)
-    lowered = Lowering(program, module, batch, by_name, record_saved(program)).run()
+    lowered = Lowering(program, module, batch, by_name, record_saved(program), convert).run()
     _warn_opaque(name, lowered)
     meta = {"captured_from": type(module).__qualname__, "opaque_targets": lowered.opaque_targets,
             "saved_internal_num_bytes": lowered.internal_saved_num_bytes, "constants": lowered.constants}

@@ -45,7 +45,7 @@ def interpret(graph: Graph, weights: torch.nn.Module | Mapping[str, torch.Tensor
     values = {**_parameters(graph, weights), **_inputs(graph, inputs)}
     with torch.no_grad():
         for op in graph.ops:
-            _store(values, op, _run(graph, op, [values[t] for t in op.inputs]))
+            _store(values, op, _run(graph, op, [values[t] for t in op.inputs]), graph)
     return tuple(values[t] for t in graph.outputs)
 
 
@@ -102,9 +102,13 @@ def with_defaults(op: Op) -> dict[str, Any]:
     return {**defaults, **dict(op.attrs)}
 
 
-def _store(values: dict[str, torch.Tensor], op: Op, result: Any) -> None:
+def _store(values: dict[str, torch.Tensor], op: Op, result: Any, graph: Graph) -> None:
+    """Keep the op's results under its output names, in the dtypes the graph recorded at capture
+    (an implementation may promote, e.g. a masked fill with a float value of an int64 tensor)."""
     results = result if isinstance(result, (tuple, list)) else (result,)
     if len(results) != len(op.outputs):
         raise InterpretError(f"op {op.name!r} ({op.kind}) returned {len(results)} tensors",
                              expected=f"{len(op.outputs)}, one per output")
-    values.update(zip(op.outputs, results))
+    for name, value in zip(op.outputs, results):
+        dtype = getattr(torch, graph.tensors[name].dtype)
+        values[name] = value if value.dtype == dtype else value.to(dtype)

@@ -171,13 +171,15 @@ class Lowering:
                              and isinstance(u.meta.get("val"), torch.Tensor)), key=lambda p: p[1])
         for k, (value_node, index) in enumerate(values):
             # a tuple's elements become separate ops: the first carries what the node saves
-            self._add(node, [opaque_op(self, node, target, value_node, index)], charge=k == 0)
+            op, spec = opaque_op(self, node, target, value_node, index)
+            self._add(node, [(op, (spec,))], charge=k == 0)
             self.opaque_targets[target] += 1
 
-    def _add(self, node: fx.Node, built: list[tuple[Op, TensorSpec]], charge: bool = True) -> None:
-        for _, spec in built:
-            self.specs[spec.name] = spec
-            self.names.setdefault(spec.name, spec.name)
+    def _add(self, node: fx.Node, built: list[tuple[Op, tuple[TensorSpec, ...]]], charge: bool = True) -> None:
+        for _, specs in built:
+            for spec in specs:
+                self.specs[spec.name] = spec
+                self.names.setdefault(spec.name, spec.name)
         saved = self.saved_names(node) if charge else ()
         for k, (op, _) in enumerate(built):
             self.ops.append(Op(op.name, op.kind, op.inputs, op.outputs, op.attrs, op.module,
@@ -187,39 +189,43 @@ class Lowering:
             self.internal[built[-1][0].name] = internal
 
     # ---- conversion through aten_map ---------------------------------------------------------
-    def _build_chain(self, node: fx.Node, chain: Sequence[Converted]) -> list[tuple[Op, TensorSpec]]:
+    def _build_chain(self, node: fx.Node, chain: Sequence[Converted]
+                     ) -> list[tuple[Op, tuple[TensorSpec, ...]]]:
+        """Ops for a node. An op with n outputs yields elements produces .. produces + n - 1 of the
+        node's output (the library's convention); an `Intermediate` reads an op's first output."""
         elements = self._element_names(node)
-        built: list[tuple[Op, TensorSpec]] = []
+        built: list[tuple[Op, tuple[TensorSpec, ...]]] = []
         for k, item in enumerate(chain):
-            inputs = [built[x.index][1].name if isinstance(x, Intermediate) else self.tensor_name(x)
+            inputs = [built[x.index][1][0].name if isinstance(x, Intermediate) else self.tensor_name(x)
                       for x in _strip_trailing_none(item.inputs)]
-            shape = self._traced_shape(item, inputs, built)
-            element = elements.get(item.produces) if item.produces is not None else None
-            out_name = element or f"{node.name}.{k}"
-            expected = self._element_shape(node, item.produces) if element else None
-            if expected is not None and shape != expected:
-                raise StratagemError(f"{item.kind} yields shape {shape}", expected=str(expected))
-            spec = TensorSpec(out_name, shape, self._dtype(node, item.produces), Role.ACTIVATION,
-                              self.batch_dims.get(element) if element else None)
+            shapes = self._traced_shapes(item, inputs, built)
+            specs = []
+            for j, shape in enumerate(shapes):
+                index = None if item.produces is None else item.produces + j
+                element = elements.get(index) if index is not None else None
+                out_name = element or (f"{node.name}.{k}" if len(shapes) == 1 else f"{node.name}.{k}.{j}")
+                expected = self._element_shape(node, index) if element else None
+                if expected is not None and shape != expected:
+                    raise StratagemError(f"{item.kind} output {j} has shape {shape}", expected=str(expected))
+                specs.append(TensorSpec(out_name, shape, self._dtype(node, index), Role.ACTIVATION,
+                                        self.batch_dims.get(element) if element else None))
             op_name = node.name if len(chain) == 1 else f"{node.name}.{k}"
-            built.append((Op(op_name, item.kind, tuple(inputs), (out_name,), item.attrs,
-                             module_path(node)), spec))
-        missing = set(elements.values()) - {spec.name for _, spec in built}
-        if missing:
+            built.append((Op(op_name, item.kind, tuple(inputs), tuple(s.name for s in specs), item.attrs,
+                             module_path(node)), tuple(specs)))
+        produced = {spec.name for _, specs in built for spec in specs}
+        missing = set(elements.values()) - produced
+        if missing and any(self.nodes[m].users for m in missing if m in self.nodes):
             raise StratagemError("conversion leaves outputs unproduced", got=str(sorted(missing)))
         return built
 
-    def _traced_shape(self, item: Converted, inputs: list[str], built: list[tuple[Op, TensorSpec]]
-                      ) -> tuple[int, ...]:
-        local = {spec.name: spec for _, spec in built}
+    def _traced_shapes(self, item: Converted, inputs: list[str],
+                       built: list[tuple[Op, tuple[TensorSpec, ...]]]) -> list[tuple[int, ...]]:
+        local = {spec.name: spec for _, specs in built for spec in specs}
         specs = [local.get(name) or self.specs[name] for name in inputs]
         desc = LIBRARY[item.kind].describe(*(s.shape for s in specs),
                                            weights=[s.role in (Role.WEIGHT, Role.BUFFER) for s in specs],
                                            **dict(item.attrs))
-        if desc.num_outputs != 1:
-            raise StratagemError(f"{item.kind} describes {desc.num_outputs} outputs",
-                                 expected="one output per Converted (produces names which)")
-        return tuple(desc.output_shape)
+        return [tuple(desc.output_shape)] * desc.num_outputs
 
     # ---- names, shapes -----------------------------------------------------------------------
     def _element_names(self, node: fx.Node) -> dict[int, str]:

@@ -46,4 +46,12 @@ class Attrs(Mapping):
         return "Attrs(" + ", ".join(f"{k}={v!r}" for k, v in self._items) + ")"
 
     def to_json(self) -> dict[str, Any]:
-        return {k: (v.to_json() if isinstance(v, Attrs) else v) for k, v in self._items}
+        return {k: _jsonable(v) for k, v in self._items}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Attrs):
+        return value.to_json()
+    if isinstance(value, tuple):
+        return [_jsonable(v) for v in value]
+    return value
