@@ -45,7 +45,8 @@ O0, O1 = ("o", 0), ("o", 1)
 
 @dataclass(frozen=True)
 class FTOptions:
-    branch_limit: int = 4096        # largest K_h * K_i a branch elimination may create
+    branch_limit: int = 256         # largest K_h * K_i a branch elimination may create
+    hub_span: int | None = None     # > 0: first fix nodes with edges spanning more nodes than this
     workers: int = 2                # threads for large combines
     memory_resolution: float = 0.0  # > 0: memories within this relative step count as equal
     max_width: int | None = None    # > 0: frontiers thinned to this many tuples (approximate)
@@ -295,8 +296,23 @@ class _State:
         """Fix the configuration of the unmarked node with most neighbors (TensorOpt Eq. 7)."""
         marked = self.marked()
         candidates = [i for i in self.nodes if i not in marked]
-        i = max(candidates, key=lambda n: (len(self.neighbors(n)), -n))
+        self._fix(max(candidates, key=lambda n: (len(self.neighbors(n)), -n)))
+
+    def fix_hubs(self, span: int) -> None:
+        """Heuristic elimination of the nodes with edges that span more than `span` nodes of the
+        topological order (a tied embedding, an encoder output read by every decoder layer,
+        BERT's attention mask): while any remain, fix the node with the most such edges. These
+        edges tie distant parts of the graph, so no linear chain forms around them."""
+        while True:
+            long_edges = {i: sum(abs(i - j) > span for j in self.neighbors(i)) for i in self.nodes}
+            worst = max(long_edges, key=lambda n: (long_edges[n], len(self.neighbors(n)), -n), default=None)
+            if worst is None or long_edges[worst] == 0:
+                return
+            self._fix(worst, f"edges spanning more than {span} nodes")
+
+    def _fix(self, i: int, why: str = "") -> None:
         config, reason = self._pick_config(i)
+        reason = f"{why}; {reason}" if why else reason
         for x in self.neighbors(i):
             self.nodes[x] = combine([Term(self.nodes[x], (O0,)), Term(self.edge(x, i), (O0, config))],
                                     (self.size(x),), executor=self.executor, resolution=self.options.memory_resolution,
@@ -309,16 +325,20 @@ class _State:
         self.counts["heuristic"] += 1
 
     def _pick_config(self, i: int) -> tuple[int, str]:
-        """The configuration with the least normalized time + memory, counting its best edges."""
+        """The configuration with the least normalized time + memory, looking one step ahead: its
+        own best tuple plus, for every neighbor x, the best over x's configurations of the edge
+        and x's own costs (what fixing it will cost its neighbors at best)."""
         node = self.nodes[i]
-        t_scale = max(float(np.nanmax(np.where(np.isfinite(node.time), node.time, np.nan))), 1e-30)
-        m_scale = max(float(np.nanmax(np.where(np.isfinite(node.mem), node.mem, np.nan))), 1e-30)
+        tables = [node] + [self.nodes[x] for x in self.neighbors(i)]
+        t_scale = max(max(_finite_max(t.time) for t in tables), 1e-30)
+        m_scale = max(max(_finite_max(t.mem) for t in tables), 1e-30)
         score = np.min(node.time / t_scale + node.mem / m_scale, axis=-1)
         for x in self.neighbors(i):
-            e = self.edge(i, x)
-            score = score + np.min(e.time / t_scale + e.mem / m_scale, axis=(1, 2))
+            edge = np.min(self.edge(i, x).time / t_scale + self.edge(i, x).mem / m_scale, axis=-1)
+            other = np.min(self.nodes[x].time / t_scale + self.nodes[x].mem / m_scale, axis=-1)
+            score = score + np.min(edge + other[None, :], axis=1)
         config = int(np.argmin(score))
-        return config, "least normalized time + memory with its cheapest edges"
+        return config, "least normalized time + memory with its neighbors' best responses"
 
     # ---- linear DP and the final product ------------------------------------------------------
     def ldp(self, chain: list[int]) -> Table:
@@ -347,6 +367,8 @@ def frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions()) ->
     start = _time.perf_counter()
     with ThreadPoolExecutor(max_workers=options.workers) if options.workers > 1 else _NoPool() as pool:
         state = _State(problem, options, pool if options.workers > 1 else None)
+        if options.hub_span:
+            state.fix_hubs(options.hub_span)
         while True:
             state.extend_marks()
             if state.is_done():
@@ -370,6 +392,11 @@ def frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions()) ->
     stats = dict(state.counts, chains=[len(c) for c in state.chains],
                  seconds=_time.perf_counter() - start)
     return FTResult(tuple(points), tuple(state.fixes), stats)
+
+
+def _finite_max(a: np.ndarray) -> float:
+    finite = a[np.isfinite(a)]
+    return float(finite.max()) if finite.size else 0.0
 
 
 class _NoPool:

@@ -26,6 +26,10 @@ from stratagem.sim.builder import Simulation
 from stratagem.space import Configuration, SpaceOptions
 
 MEMORY_SAFETY = 1.1       # TensorOpt §5.2: a 16 GB device plans for 16 / 1.1 = 14.5 GB
+# FT as the planner runs it: frontiers thinned to 16 tuples (both ends kept exactly), and nodes with
+# edges across more than 24 groups fixed first (TensorOpt's heuristic elimination, for tied
+# embeddings and encoder outputs). FTOptions() is exact; the frontier records which it used.
+PLANNER_FT = FTOptions(max_width=16, hub_span=24)
 
 
 class NothingFits(StratagemError):
@@ -77,7 +81,7 @@ def device_memory_cap(ctx: PlanningContext) -> float:
 # ---- frontier tracking ---------------------------------------------------------------------------
 
 def frontier(graph: Graph, cluster: Cluster | str, devices: int | None = None, optimizer: str = "adam",
-             space: SpaceOptions = FT_SPACE, options: FTOptions = FTOptions(),
+             space: SpaceOptions = FT_SPACE, options: FTOptions = PLANNER_FT,
              ctx: PlanningContext | None = None) -> Frontier:
     """The (peak memory, iteration time) frontier by Frontier Tracking (TensorOpt §3)."""
     ctx = ctx or context(graph, cluster, devices, optimizer)
@@ -91,7 +95,8 @@ def frontier(graph: Graph, cluster: Cluster | str, devices: int | None = None, o
         plans.append(make_plan(ctx, strategy, "ft", _non_default(ctx, strategy, reuse),
                                {"heuristic_fixes": fixes} if fixes else None))
     stats = dict(result.stats, groups=len(search_space.groups),
-                 configs_per_group=max(len(c) for c in search_space.configs))
+                 configs_per_group=max(len(c) for c in search_space.configs), exact=options.exact and not fixes,
+                 max_width=options.max_width, hub_span=options.hub_span)
     return Frontier(plans, {"algorithm": "ft", "stats": stats, "heuristic_fixes": fixes})
 
 
@@ -134,7 +139,7 @@ def device_counts(cluster: Cluster, start: int = 1, stop: int | None = None) -> 
 def find_strategy(graph: Graph, cluster: Cluster | str, mode: str = "mini_time",
                   memory_cap_bytes: float | None = None, devices: int | None = None,
                   optimizer: str = "adam", device_range: tuple[int, int] | None = None,
-                  space: SpaceOptions = FT_SPACE, options: FTOptions = FTOptions()):
+                  space: SpaceOptions = FT_SPACE, options: FTOptions = PLANNER_FT):
     """mini_time: least time under the cap on `devices`; mini_parallelism: fewest devices that
     fit; profiling: {device count: least-time plan or None} over `device_range`."""
     mode = mode.replace("-", "_")

@@ -133,38 +133,62 @@ def _resolve(spec_entry: Any, index: tuple[int, ...], k: int) -> int:
 def combine(terms: Sequence[Term], out_sizes: Sequence[int], k_size: int | None = None,
             node: int | None = None, fixed: Sequence[tuple] = (), executor: Executor | None = None,
             resolution: float = 0.0, max_width: int | None = None) -> Combined:
-    """result[o] = reduce(union over k of the product over terms). See the module docstring."""
+    """result[o] = reduce(union over k of the product over terms). See the module docstring.
+
+    Work proceeds in boxes of the output index (`_boxes`) small enough that each box's candidate
+    array stays under _CHUNK_ELEMENTS; boxes run on `executor` when given.
+    """
     terms = list(terms)
     final_shape = tuple(out_sizes)
     sizes = final_shape or (1,)            # no output index: one virtual row
     k = k_size or 1
     widths = [t.table.width for t in terms]
-    per_row = k * math.prod(widths) * math.prod(sizes[1:])
-    chunk = max(1, _CHUNK_ELEMENTS // max(1, per_row))
-    starts = list(range(0, sizes[0], chunk))
+    boxes = _boxes(sizes, k * math.prod(widths))
 
-    def work(start: int) -> tuple:
-        return _combine_chunk(terms, sizes, k, widths, start, min(start + chunk, sizes[0]), resolution,
-                              max_width)
+    def work(box) -> tuple:
+        return _combine_box(terms, sizes, k, widths, box, resolution, max_width)
 
-    parts = (list(executor.map(work, starts)) if executor is not None and len(starts) > 1
-             else [work(s) for s in starts])
+    parts = (list(executor.map(work, boxes)) if executor is not None and len(boxes) > 1
+             else [work(b) for b in boxes])
     width = max(p[0].shape[-1] for p in parts)
-    stacked = [np.concatenate([_pad(p[i], width, INF if i < 2 else -1) for p in parts], axis=0)
-               for i in range(3)]
-    slots = [np.concatenate([_pad(p[3][t], width, -1) for p in parts], axis=0) for t in range(len(terms))]
+    mem = np.full(sizes + (width,), INF)
+    time = np.full(sizes + (width,), INF)
+    k_choice = np.full(sizes + (width,), -1, dtype=np.int64)
+    slots = [np.full(sizes + (width,), -1, dtype=np.int64) for _ in terms]
+    for box, (m, t, kc, sl) in zip(boxes, parts):
+        where = tuple(slice(a, b) for a, b in box)
+        w = m.shape[-1]
+        mem[where + (slice(0, w),)] = m
+        time[where + (slice(0, w),)] = t
+        k_choice[where + (slice(0, w),)] = kc
+        for target, source in zip(slots, sl):
+            target[where + (slice(0, w),)] = source
     shape = final_shape + (width,)
-    mem, time, k_choice = (a.reshape(shape) for a in stacked)
-    return Combined(terms, node if k_size else None, mem, time, k_choice,
-                    [s.reshape(shape) for s in slots], fixed)
+    return Combined(terms, node if k_size else None, mem.reshape(shape), time.reshape(shape),
+                    k_choice.reshape(shape), [s.reshape(shape) for s in slots], fixed)
 
 
-def _combine_chunk(terms, sizes, k, widths, start, stop, resolution, max_width):
-    rows = (stop - start,) + tuple(sizes[1:])
+def _boxes(sizes: tuple[int, ...], per_point: int) -> list[tuple[tuple[int, int], ...]]:
+    """Boxes covering the output index, each with at most _CHUNK_ELEMENTS candidates (or one point
+    of the first two dims, whatever that costs)."""
+    rest = math.prod(sizes[2:]) if len(sizes) > 2 else 1
+    second = sizes[1] if len(sizes) > 1 else 1
+    per_row = per_point * rest * second
+    if per_row <= _CHUNK_ELEMENTS or len(sizes) == 1:
+        step = max(1, _CHUNK_ELEMENTS // max(1, per_row))
+        return [((a, min(a + step, sizes[0])),) + tuple((0, n) for n in sizes[1:])
+                for a in range(0, sizes[0], step)]
+    step = max(1, _CHUNK_ELEMENTS // max(1, per_point * rest))
+    return [((a, a + 1), (b, min(b + step, second))) + tuple((0, n) for n in sizes[2:])
+            for a in range(sizes[0]) for b in range(0, second, step)]
+
+
+def _combine_box(terms, sizes, k, widths, box, resolution, max_width):
+    rows = tuple(b - a for a, b in box)
     mem = np.zeros(rows + (k,) + tuple(widths))
     time = np.zeros_like(mem)
     for t, term in enumerate(terms):
-        m, tm = _aligned(term, len(sizes), start, stop, t, len(terms))
+        m, tm = _aligned(term, box, t, len(terms))
         mem = mem + m
         time = time + tm
     flat_rows = math.prod(rows)
@@ -172,11 +196,13 @@ def _combine_chunk(terms, sizes, k, widths, start, stop, resolution, max_width):
     valid = src >= 0
     coords = np.unravel_index(np.where(valid, src, 0), (k,) + tuple(widths))
     k_choice = np.where(valid, coords[0], -1)
-    return m, tm, k_choice, [np.where(valid, c, -1) for c in coords[1:]]
+    width = m.shape[-1]
+    return (m.reshape(rows + (width,)), tm.reshape(rows + (width,)), k_choice.reshape(rows + (width,)),
+            [np.where(valid, c, -1).reshape(rows + (width,)) for c in coords[1:]])
 
 
-def _aligned(term: Term, n_out: int, start: int, stop: int, t: int, n_terms: int):
-    """The term's arrays on axes [o_0 (rows start:stop), o_1.., k, w_0, .., w_{T-1}], broadcastable."""
+def _aligned(term: Term, box: tuple[tuple[int, int], ...], t: int, n_terms: int):
+    """The term's arrays on axes [o_0.., k, w_0, .., w_{T-1}] restricted to `box`, broadcastable."""
     select: list[Any] = []
     kept: list[Any] = []
     for entry in term.spec:
@@ -184,12 +210,13 @@ def _aligned(term: Term, n_out: int, start: int, stop: int, t: int, n_terms: int
             select.append(slice(None))
             kept.append("k")
         elif isinstance(entry, tuple):
-            select.append(slice(start, stop) if entry[1] == 0 else slice(None))
+            lo, hi = box[entry[1]]
+            select.append(slice(lo, hi))
             kept.append(entry)
         else:
             select.append(int(entry))
     mem, time = term.table.mem[tuple(select)], term.table.time[tuple(select)]
-    target = [("o", i) for i in range(n_out)] + ["k"]
+    target = [("o", i) for i in range(len(box))] + ["k"]
     perm = [kept.index(a) for a in target if a in kept] + [len(kept)]
     mem, time = np.transpose(mem, perm), np.transpose(time, perm)
     present = iter(mem.shape[:-1])

@@ -310,6 +310,12 @@ def _lstm(rng):
             Case(([b, i], [b, h], [b, h], [4 * h, i], [4 * h, h], None, None))]
 
 
+def _gated_lstm(rng):
+    b, i, h = size(rng), size(rng), size(rng)
+    return [Case(([b, i], [b, h], [b, h], [4, h, i], [4, h, h], [4, h], [4, h])),
+            Case(([b, i], [b, h], [b, h], [4, h, i], [4, h, h], None, None))]
+
+
 def _classes(rng, extra_dims=()):
     n, c = size(rng), size(rng, 3, 6)
     return n, c, list(extra_dims)
@@ -344,6 +350,7 @@ CASES.update({
                               Case(([size(rng)], [7, 3]), {}, ("int7", "normal"))],
     "scaled_dot_product_attention": _attention,
     "lstm_cell": _lstm,
+    "gated_lstm_cell": _gated_lstm,
     "dropout": lambda rng: [Case((shape(rng, 2),), {"p": 0.3, "train": True, "seed": 5}),
                             Case((shape(rng, 3),), {"p": 0.5, "train": False})],
     "cross_entropy": _cross_entropy,

@@ -217,6 +217,12 @@ def _lstm_cell(node):
     return one("lstm_cell", [args["input"], hx, cx, args["w_ih"], args["w_hh"], args["b_ih"], args["b_hh"]])
 
 
+def _gated_lstm_cell(node):
+    args = bind(node)
+    return one("gated_lstm_cell", [args["x"], args["hx"], args["cx"], args["w_ih"], args["w_hh"],
+                                   args["b_ih"], args["b_hh"]])
+
+
 def _cross_entropy(node):
     args = bind(node)
     if is_floating(args["target"]):
@@ -296,6 +302,7 @@ CONVERTERS = {
     "aten.embedding.default": _embedding,
     "aten.scaled_dot_product_attention.default": _attention,
     "aten.lstm_cell.default": _lstm_cell,
+    "stratagem.gated_lstm_cell.default": _gated_lstm_cell,
     "aten.cross_entropy_loss.default": _cross_entropy,
     "aten.nll_loss.default": _nll_loss, "aten.nll_loss_nd.default": _nll_loss,
     "aten.nll_loss_forward.default": _nll_loss,

@@ -25,6 +25,11 @@ def _lstm_cell(inputs, attrs, out_shape):
     return hy, cy
 
 
+def _gated_lstm_cell(inputs, attrs, out_shape):
+    from stratagem.frontend.custom_ops import gated_lstm_cell_reference
+    return gated_lstm_cell_reference(*inputs[:5], optional(inputs, 5), optional(inputs, 6))
+
+
 def _dropout(inputs, attrs, out_shape):
     """The TDL's dropout: the mask is a function of the element's position in the whole tensor,
     so this runs on whole tensors only (a shard would need its global offset)."""
@@ -52,6 +57,7 @@ IMPLS = {
     "embedding": lambda inputs, attrs, out_shape: F.embedding(inputs[0].long(), inputs[1]),
     "scaled_dot_product_attention": _attention,
     "lstm_cell": _lstm_cell,
+    "gated_lstm_cell": _gated_lstm_cell,
     "dropout": _dropout,
     "cross_entropy": _cross_entropy,
     "nll_loss": _nll_loss,

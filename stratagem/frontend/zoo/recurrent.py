@@ -1,14 +1,42 @@
-"""LSTM models unrolled in Python, one `nn.LSTMCell` call (one aten.lstm_cell) per layer per step,
-as FlexFlow and Tofu build their RNN graphs: a language model (per-step softmax), a text classifier
-(softmax after the last step) and FlexFlow's NMT (2+2 layers with attention over the encoder).
-Every forward returns the training loss, a scalar.
+"""LSTM models unrolled in Python, one LSTM-cell op per layer per step, as FlexFlow and Tofu build
+their RNN graphs: a language model (per-step softmax), a text classifier (softmax after the last
+step) and FlexFlow's NMT (2+2 layers with attention over the encoder). Every forward returns the
+training loss, a scalar.
+
+The cells keep their weights gate-major (`GatedLSTMCell`: [4, H, I] where nn.LSTMCell has [4H, I],
+same parameters and arithmetic), so that their hidden units can be split across devices, as the
+papers' RNN strategies do; nn.LSTMCell's interleaved gate rows cannot be sharded contiguously.
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from stratagem.frontend import custom_ops
+
+
+class GatedLSTMCell(nn.Module):
+    """nn.LSTMCell with gate-major weights: w_ih [4, H, I], w_hh [4, H, H], b_ih and b_hh [4, H]."""
+
+    def __init__(self, input_size: int, hidden: int):
+        super().__init__()
+        self.w_ih = nn.Parameter(torch.empty(4, hidden, input_size))
+        self.w_hh = nn.Parameter(torch.empty(4, hidden, hidden))
+        self.b_ih = nn.Parameter(torch.empty(4, hidden))
+        self.b_hh = nn.Parameter(torch.empty(4, hidden))
+        bound = 1.0 / math.sqrt(hidden)
+        for p in self.parameters():
+            if p.device.type != "meta":
+                nn.init.uniform_(p, -bound, bound)
+
+    def forward(self, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        h, c = state
+        return custom_ops.gated_lstm_cell(x, h, c, self.w_ih, self.w_hh, self.b_ih, self.b_hh)
 
 
 class LSTMStack(nn.Module):
@@ -17,7 +45,7 @@ class LSTMStack(nn.Module):
     def __init__(self, input_size: int, hidden: int, layers: int):
         super().__init__()
         self.hidden = hidden
-        self.cells = nn.ModuleList(nn.LSTMCell(input_size if i == 0 else hidden, hidden)
+        self.cells = nn.ModuleList(GatedLSTMCell(input_size if i == 0 else hidden, hidden)
                                    for i in range(layers))
 
     def run(self, steps: list[torch.Tensor], state: list[tuple[torch.Tensor, torch.Tensor]] | None = None

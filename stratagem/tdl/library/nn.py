@@ -146,6 +146,28 @@ def lstm_cell(x, hx, cx, w_ih, w_hh, b_ih=None, b_hh=None):
             lambda b, j: cell(b, j))
 
 
+@op(weights=("w_ih", "w_hh", "b_ih", "b_hh"),
+    example=([4, 6], [4, 5], [4, 5], [4, 5, 6], [4, 5, 5], [4, 5], [4, 5]))
+def gated_lstm_cell(x, hx, cx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One LSTM step with gate-major weights w_ih[4, H, I], w_hh[4, H, H], biases [4, H].
+
+    The same step as `lstm_cell`, but gate g of hidden unit j reads weight row (g, j) rather than
+    row g*H + j, so splitting the hidden units j splits every weight along its dim 1: exact,
+    and a DTensor placement (S(1)). `lstm_cell`'s interleaved rows cannot be split that way.
+    """
+    def gate(g, b, j):
+        out = Sum(lambda k: x[b, k] * w_ih[g, j, k]) + Sum(lambda kh: hx[b, kh] * w_hh[g, j, kh])
+        if b_ih is not None:
+            out = out + b_ih[g, j]
+        return out if b_hh is None else out + b_hh[g, j]
+
+    def cell(b, j):
+        return sigmoid(gate(1, b, j)) * cx[b, j] + sigmoid(gate(0, b, j)) * tanh(gate(2, b, j))
+
+    return (lambda b, j: sigmoid(gate(3, b, j)) * tanh(cell(b, j)),
+            lambda b, j: cell(b, j))
+
+
 @op(example=(([4, 6],), {"p": 0.25, "train": True}))
 def dropout(x, *, p=0.5, train=False, seed=0):
     """x / (1 - p) where uniform(seed, position) >= p, else 0; x itself when not training.

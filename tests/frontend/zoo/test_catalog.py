@@ -64,7 +64,7 @@ def test_rnns_run_one_lstm_cell_per_layer_per_step():
     from stratagem.frontend.export import export_program
     for name, cells in (("rnnlm", 2 * 40), ("rnntc", 4 * 40), ("nmt", 2 * 40 * 2), ("rnn-6-4k", 6 * 20)):
         program = export_program(*zoo.module(name))
-        assert sum(str(n.target) == "aten.lstm_cell.default" for n in program.graph.nodes) == cells, name
+        assert sum(str(n.target) == "stratagem.gated_lstm_cell.default" for n in program.graph.nodes) == cells, name
 
 
 def test_the_70b_decoder_uses_grouped_query_attention():
