@@ -14,9 +14,12 @@ For each edge e = (tensor t, producer p or the data loader or the weight's owner
 Structural keys (`_key`) increase along every dependency: phase (forward, backward, update),
 then op position (backward reversed), then slot (steps before compute, sync after).
 
-Memory buffers (`stratagem.sim.memory`): weights, gradients and optimizer state are resident;
-activations an op keeps live from F(o, d) to B(o, d); each output shard lives from F(p, d) until
-its last forward reader on d; re-scheduling buffers live while their steps run.
+Memory buffers (`stratagem.sim.memory`): weights, gradients and optimizer state are resident; each
+output shard lives from F(p, d) until its last use on d: its forward readers, and the backward of
+p or of a consumer reading the same buffer if they keep it for backward (`saved_tensors`); a
+re-scheduled copy lives from its first step until the consumer's forward, or its backward if the
+consumer keeps it (unless the reuse option is keep_before); step scratch lives while steps run.
+Gradients of activations are not counted (transient, at most a few layers' worth).
 
 `Simulation.change(op, config)` replaces only that op's tasks and those of its edges and runs the
 delta simulation (FlexFlow §5.3); `run()` simulates the whole graph. Both give the same timeline.
@@ -30,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from stratagem.errors import ConfigError
+from stratagem.cost.memory import saved_tensors
 from stratagem.ir import dtype_bytes
 from stratagem.sim.memory import Buffer, peak_memory
 from stratagem.sim.store import TaskStore
@@ -154,43 +158,66 @@ class Simulation:
         self.op_tasks[name] = tasks
 
     def _add_buffers(self, name: str) -> None:
+        """Resident state, and each output shard from F(name, d) until its last use on d."""
         config = self.strategy[name]
-        cost = self.model.op_cost(name, config)
+        memory = self.model.op_cost(name, config).memory
         tasks = self.op_tasks[name]
-        memory = cost.memory
-        buffers = []
-        resident = memory.parameter_bytes + memory.gradient_bytes + memory.optimizer_bytes
         op = self.graph.op(name)
-        out_bytes = self._output_shard_bytes(name, config)
+        resident = memory.parameter_bytes + memory.gradient_bytes + memory.optimizer_bytes
+        layout = self.model.layouts.output_layout(name, config)
+        keeps = set(saved_tensors(self.graph, op))
+        buffers = []
         for i, d in enumerate(config.devices):
             if resident:
                 buffers.append(Buffer(d, resident, None))
-            if memory.activation_bytes:
-                buffers.append(Buffer(d, memory.activation_bytes, tasks["F"][i], (tasks["B"][i],)))
-            readers = self._forward_readers(name, d)
-            buffers.append(Buffer(d, out_bytes, tasks["F"][i], readers or (tasks["F"][i],)))
-        del op
+            for t in op.outputs:
+                spec = self.graph.tensors[t]
+                size = layout.local_num_elements(spec.shape) * dtype_bytes(spec.dtype)
+                users = list(self._forward_readers(name, d, t))
+                if t in keeps and not self._dropped_by_producer(name, t):
+                    users.append(tasks["B"][i])
+                users.extend(self._backward_sharers(name, t, d))
+                buffers.append(Buffer(d, size, tasks["F"][i], tuple(users) or (tasks["F"][i],)))
         self.op_buffers[name] = buffers
 
-    def _output_shard_bytes(self, name: str, config: Configuration) -> float:
-        op = self.graph.op(name)
-        layout = self.model.layouts.output_layout(name, config)
-        total = 0.0
-        for t in op.outputs:
-            spec = self.graph.tensors[t]
-            total += layout.local_num_elements(spec.shape) * dtype_bytes(spec.dtype)
-        return total
+    def _dropped_by_producer(self, name: str, tensor: str) -> bool:
+        """keep_after on an edge of `tensor`: the producer's copy goes after forward and is
+        rebuilt from the consumer's in backward (TensorOpt's tensor reuse)."""
+        for k in self.edges_of.get(name, ()):
+            e = self.edges[k]
+            if e.src_op == name and e.tensor == tensor and self.edge_tasks.get(k, {}).get("fwd"):
+                option = self.reuse.get((e.tensor, e.src_op, e.dst_op))
+                if option is None:
+                    option = self._edge_cost(k).default_reuse
+                if option == "keep_after":
+                    return True
+        return False
 
-    def _forward_readers(self, name: str, device: int) -> tuple[int, ...]:
-        """Tasks on `device` (or steps) that read `name`'s outputs in the forward pass."""
+    def _backward_sharers(self, name: str, tensor: str, device: int) -> list[int]:
+        """B(q, device) of consumers that save `tensor` and read the producer's buffer itself
+        (the same layout: a consumer that slices a replicated tensor keeps its own slice)."""
+        found = []
+        for k in self.edges_of.get(name, ()):
+            edge = self.edges[k]
+            if edge.src_op != name or edge.tensor != tensor or self.edge_tasks[k]["fwd"] \
+                    or not self._same_layout(k):
+                continue
+            if tensor in saved_tensors(self.graph, self.graph.op(edge.dst_op)):
+                dst = self.strategy[edge.dst_op]
+                found.extend(self.op_tasks[edge.dst_op]["B"][i] for i, d in enumerate(dst.devices)
+                             if d == device)
+        return found
+
+    def _forward_readers(self, name: str, device: int, tensor: str) -> tuple[int, ...]:
+        """Tasks on `device` (or the first re-scheduling step) that read `tensor` forward."""
         readers = []
         for k in self.edges_of.get(name, ()):
             edge = self.edges[k]
-            if edge.src_op != name or k not in self.edge_tasks:
+            if edge.src_op != name or edge.tensor != tensor or k not in self.edge_tasks:
                 continue
             steps = self.edge_tasks[k]["fwd"]
             if steps:
-                readers.append(steps[-1])
+                readers.append(steps[0])
             else:
                 dst = self.strategy[edge.dst_op]
                 f = self.op_tasks[edge.dst_op]["F"]
@@ -267,13 +294,48 @@ class Simulation:
                 sources = [consumer_b[j] for j, dd in enumerate(dst.devices) if dd == d] or list(consumer_b)
             self.store.add_preds(owner["B"][i], sources)
 
-    def _edge_buffer_list(self, k: int, cost, fwd: list[int]) -> list[Buffer]:
-        if not fwd or not cost.temporary_bytes:
-            return []
+    def _same_layout(self, k: int) -> bool:
         e = self.edges[k]
+        index = self.graph.op(e.dst_op).inputs.index(e.tensor)
+        return (self.model.layouts.output_layout(e.src_op, self.strategy[e.src_op])
+                == self.model.input_layout(e.dst_op, self.strategy[e.dst_op], index))
+
+    def _edge_buffer_list(self, k: int, cost, fwd: list[int]) -> list[Buffer]:
+        """The consumer's re-scheduled (or locally sliced) copy, and scratch while steps run."""
+        e = self.edges[k]
+        if not fwd:
+            return self._slice_buffers(k)
         dst = self.strategy[e.dst_op]
-        f = self.op_tasks[e.dst_op]["F"]
-        return [Buffer(d, cost.temporary_bytes, fwd[0], (f[i],)) for i, d in enumerate(dst.devices)]
+        tasks = self.op_tasks[e.dst_op]
+        spec = self.graph.tensors[e.tensor]
+        index = self.graph.op(e.dst_op).inputs.index(e.tensor)
+        local = self.model.input_layout(e.dst_op, dst, index).local_num_elements(spec.shape)
+        size = local * dtype_bytes(spec.dtype)
+        option = self.reuse.get((e.tensor, e.src_op, e.dst_op), cost.default_reuse)
+        kept = (self._is_weight_edge(k) or e.tensor in saved_tensors(self.graph, self.graph.op(e.dst_op))) \
+            and option != "keep_before"
+        buffers = []
+        for i, d in enumerate(dst.devices):
+            until = tasks["B"][i] if kept else tasks["F"][i]
+            buffers.append(Buffer(d, size, fwd[0], (until,)))
+            if cost.temporary_bytes:
+                buffers.append(Buffer(d, cost.temporary_bytes, fwd[0], (fwd[-1],)))
+        return buffers
+
+    def _slice_buffers(self, k: int) -> list[Buffer]:
+        """A consumer that keeps a local slice of its input (no communication) holds that slice."""
+        e = self.edges[k]
+        if e.src_op is None or self._is_weight_edge(k) or self._same_layout(k):
+            return []
+        q = self.graph.op(e.dst_op)
+        if e.tensor not in saved_tensors(self.graph, q):
+            return []
+        dst = self.strategy[e.dst_op]
+        spec = self.graph.tensors[e.tensor]
+        local = self.model.input_layout(e.dst_op, dst, q.inputs.index(e.tensor)).local_num_elements(spec.shape)
+        tasks = self.op_tasks[e.dst_op]
+        return [Buffer(d, local * dtype_bytes(spec.dtype), tasks["F"][i], (tasks["B"][i],))
+                for i, d in enumerate(dst.devices)]
 
     # ---- delta --------------------------------------------------------------------------------
     def change(self, op: str, config: Configuration) -> SimulationResult:
