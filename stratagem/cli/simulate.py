@@ -1,0 +1,35 @@
+"""`stratagem simulate plan.json`: simulate one iteration of a plan (FlexFlow §5) and compare with
+what the plan file recorded; optionally write the timeline as a Chrome trace (open it in Perfetto
+or chrome://tracing).
+
+    stratagem simulate plan.json --trace trace.json
+    stratagem simulate plan.json --cluster my-cluster.yaml      # the same strategy elsewhere
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("plan", help="a plan file written by `stratagem plan -o`")
+    parser.add_argument("--trace", default=None, metavar="JSON", help="write the timeline as a Chrome trace")
+    parser.add_argument("--cluster", default=None, help="simulate on this cluster instead of the plan's")
+
+
+def run(args: argparse.Namespace) -> int:
+    from stratagem.plan import Plan
+    from stratagem.report.console import Console
+    from stratagem.report.simulate_report import simulate_plan
+    out = Console()
+    plan = Plan.load(args.plan)
+    with out.status(f"simulating {args.plan}"):
+        report = simulate_plan(plan, args.cluster, with_trace=args.trace is not None)
+    for line in report.lines():
+        out.print(line)
+    out.table(report.device_table())
+    if args.trace:
+        report.write_trace(args.trace)
+        out.print(f"Chrome trace written to {args.trace} ({report.result.num_tasks} tasks; open in "
+                  f"https://ui.perfetto.dev or chrome://tracing)")
+    return 0
