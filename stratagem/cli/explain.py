@@ -1,0 +1,50 @@
+"""`stratagem explain plan.json`: per op, its configuration, output placements, time (forward,
+backward, update, gradient sync, re-scheduling of its inputs), memory and communication; then the
+strategy as a picture, ops by devices (FlexFlow Fig. 12-13), as text and optionally as a PNG.
+
+    stratagem explain plan.json --sort time --top 20 --picture strategy.png
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from stratagem.report.explain import SORT_KEYS
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("plan", help="a plan file written by `stratagem plan -o`")
+    parser.add_argument("--sort", choices=SORT_KEYS, default="graph", help="order of the op table (default: graph)")
+    parser.add_argument("--top", type=int, default=None, help="show only the first N ops of that order")
+    parser.add_argument("--picture", default=None, metavar="PNG", help="draw ops by devices as a PNG")
+    parser.add_argument("--no-text-picture", action="store_true", help="leave out the text picture")
+
+
+def run(args: argparse.Namespace) -> int:
+    from stratagem.plan import Plan
+    from stratagem.report import explain, picture
+    from stratagem.report.console import Console
+    from stratagem.report.plan_summary import plan_lines
+    from stratagem.report.replay import model_of
+    from stratagem.report.units import format_bytes, format_seconds
+    out = Console()
+    plan = Plan.load(args.plan)
+    for line in plan_lines(plan):
+        out.print(line)
+    with out.status("pricing every op"):
+        model = model_of(plan)
+        rows = explain.explain(plan, model)
+    shown = explain.sorted_rows(rows, args.sort, args.top)
+    out.table(explain.explain_table(shown, f"{len(shown)} of {len(rows)} ops, per device of each op"))
+    sums = explain.totals(rows)
+    out.print(f"sums over ops (additive): compute {format_seconds(sums['compute_time_s'])}, gradient sync "
+              f"{format_seconds(sums['sync_time_s'])}, re-scheduling {format_seconds(sums['reschedule_time_s'])}, "
+              f"{format_bytes(sums['communication_bytes'])} moved")
+    cells = picture.strategy_cells(plan, model.analyses)
+    if not args.no_text_picture:
+        out.print("")
+        out.print(picture.picture_text(plan, cells))
+    if args.picture:
+        picture.write_picture_png(plan, cells, args.picture)
+        out.print(f"picture written to {args.picture}")
+    return 0
