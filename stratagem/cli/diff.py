@@ -1,0 +1,34 @@
+"""`stratagem diff a.json b.json`: what changed between two plans: costs side by side, and every
+op whose configuration differs."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("a", help="a plan file")
+    parser.add_argument("b", help="another plan file")
+    parser.add_argument("--top", type=int, default=None, help="list only the first N changed ops")
+
+
+def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from stratagem.plan import Plan
+    from stratagem.report.console import Console
+    from stratagem.report.diff import diff_plans
+    out = Console()
+    result = diff_plans(Plan.load(args.a), Plan.load(args.b))
+    out.table(result.cost_table())
+    if not result.same_graph:
+        out.print(f"the plans are for different graphs: {len(result.only_in_a)} ops only in a "
+                  f"({', '.join(result.only_in_a[:5])}...), {len(result.only_in_b)} only in b")
+    ops = result.op_table()
+    if args.top is not None:
+        ops = replace(ops, rows=ops.rows[:args.top])
+    if result.changed:
+        out.table(ops)
+    else:
+        out.print(ops.title)
+    return 0
