@@ -1,0 +1,84 @@
+"""`stratagem frontier MODEL`: the time / peak-memory frontier (TensorOpt §3) as a table, a JSON
+file and a plot with the baselines (TensorOpt Fig. 6).
+
+    stratagem frontier transformer --cluster v100-2x8 -o frontier.json --plot frontier.png
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from stratagem.report.planning import DEFAULT_CLUSTER
+
+BASELINES = ("data-parallel", "optcnn", "tofu-like", "mesh-tf")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", help="a model zoo name (`stratagem models` lists them)")
+    parser.add_argument("--cluster", default=None,
+                        help=f"a preset name or a cluster YAML/JSON file (default: {DEFAULT_CLUSTER})")
+    parser.add_argument("--devices", type=int, default=None, help="devices to use (default: all of the cluster)")
+    parser.add_argument("--batch-size", type=int, default=None, help="batch size (default: the zoo model's)")
+    parser.add_argument("-o", "--output", default=None, help="write the frontier as JSON (every plan in it)")
+    parser.add_argument("--plot", default=None, metavar="PNG",
+                        help="draw memory against time with compute and network time and the baselines")
+    parser.add_argument("--baselines", default=",".join(BASELINES),
+                        help=f"baselines to draw with --plot, comma-separated, or none (default: {','.join(BASELINES)})")
+
+
+def run(args: argparse.Namespace) -> int:
+    from stratagem.report import frontier_plot, planning
+    from stratagem.report.console import Console
+    from stratagem.report.units import format_bytes
+    out = Console()
+    cluster_name = args.cluster or DEFAULT_CLUSTER
+    cluster = planning.check_cluster(cluster_name, args.devices)
+    names = baseline_names(args.baselines)
+    if args.cluster is None:
+        out.print(f"cluster: {DEFAULT_CLUSTER} (the default; choose one with --cluster)")
+    with out.status(f"capturing {args.model}"):
+        graph = planning.build_graph(args.model, args.batch_size)
+    with out.status(f"tracking the frontier of {args.model}"):
+        front, ctx = planning.frontier_with_context(graph, cluster_name, args.devices)
+        points = frontier_plot.frontier_points(front, ctx.model)
+    devices = ctx.num_devices
+    out.table(frontier_plot.frontier_table(points, f"{args.model} on {cluster_name}, {devices} devices: "
+                                                   f"{len(front)} plans on the frontier"))
+    cap = planning.memory_cap(cluster, devices, None)
+    out.print(f"memory cap {format_bytes(cap)} (device memory / 1.1); the fastest plan that fits: "
+              f"{fastest_under(front, cap)}")
+    if args.output:
+        front.save(args.output)
+        out.print(f"frontier written to {args.output}")
+    if args.plot:
+        baselines = {}
+        for name in out.track(names, "baselines"):
+            made, failed = frontier_plot.baseline_points(ctx, front, [name])
+            baselines.update(made)
+            for key, why in failed.items():
+                out.print(f"baseline {key} left out: {why}")
+        frontier_plot.write_frontier_png(points, baselines, args.plot,
+                                         f"{args.model} on {cluster_name} ({devices} devices)", cap)
+        out.print(f"plot written to {args.plot}")
+    return 0
+
+
+def baseline_names(text: str) -> list[str]:
+    from stratagem.errors import ConfigError
+    if text.strip().lower() in ("", "none"):
+        return []
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    known = (*BASELINES, "owt", "model-parallel")
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ConfigError("unknown baseline", expected=f"some of {', '.join(known)}, or none", got=", ".join(unknown))
+    return names
+
+
+def fastest_under(front, cap: float) -> str:
+    from stratagem.report.units import format_bytes, format_seconds
+    fitting = [p for p in front if p.peak_memory_bytes <= cap]
+    if not fitting:
+        return "none"
+    best = min(fitting, key=lambda p: p.iteration_time_s)
+    return f"{format_seconds(best.iteration_time_s)} at {format_bytes(best.peak_memory_bytes)} (simulated)"

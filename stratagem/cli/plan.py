@@ -1,0 +1,76 @@
+"""`stratagem plan MODEL`: find a strategy for a zoo model on a cluster and write it as a plan file.
+
+    stratagem plan gpt-tiny                                   # v100-2x8, all 16 devices, mini-time
+    stratagem plan transformer --devices 8 --memory-cap 14.5GiB -o plan.json
+    stratagem plan wideresnet --mode profiling                # devices -> least time that fits
+    stratagem plan rnnlm --algorithm mcmc --budget-s 30 --seed 1
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from stratagem.report.planning import DEFAULT_CLUSTER
+
+ALGORITHM_HELP = ("search by name: ft (default; TensorOpt's frontier tracking), the baselines data-parallel, "
+                  "model-parallel, owt, optcnn, tofu-like, mesh-tf, and the others `stratagem.search.planner."
+                  "algorithms()` registers (mcmc, tofu, exhaustive); an unknown name lists them")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", help="a model zoo name (`stratagem models` lists them)")
+    parser.add_argument("--cluster", default=None,
+                        help=f"a preset name or a cluster YAML/JSON file (default: {DEFAULT_CLUSTER})")
+    parser.add_argument("--devices", type=int, default=None, help="devices to use (default: all of the cluster)")
+    parser.add_argument("--mode", choices=("mini-time", "mini-parallelism", "profiling"), default="mini-time",
+                        help="TensorOpt §4.1: least time under the memory cap; fewest devices that fit; "
+                             "or a table of device count -> least time")
+    parser.add_argument("--memory-cap", default=None, metavar="SIZE",
+                        help="per-device memory cap, e.g. 16GB, 14.5GiB, 2e10 (default: device memory / 1.1)")
+    parser.add_argument("--algorithm", default="ft", help=ALGORITHM_HELP)
+    parser.add_argument("--budget-s", type=float, default=None, help="time budget of a randomized search (mcmc)")
+    parser.add_argument("--seed", type=int, default=None, help="seed of a randomized search")
+    parser.add_argument("--batch-size", type=int, default=None, help="batch size (default: the zoo model's)")
+    parser.add_argument("-o", "--output", default="plan.json", help="plan file to write (default: plan.json)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from stratagem.report import planning
+    from stratagem.report.console import Console
+    from stratagem.report.plan_summary import plan_lines, profile_table
+    out = Console()
+    request = request_of(args)
+    planning.check_algorithm(request.algorithm)
+    planning.check_cluster(request.cluster, request.devices)
+    if args.cluster is None:
+        out.print(f"cluster: {DEFAULT_CLUSTER} (the default: TensorOpt's 2 nodes x 8 V100; choose one with --cluster)")
+    with out.status(f"capturing {request.model}"):
+        graph = planning.build_graph(request.model, request.batch_size)
+    if request.mode == "profiling":
+        table = planning.profile_devices(graph, request, out.track)
+        out.table(profile_table(table))
+        plan = planning.fastest_fitting(table)
+        if plan is None:
+            out.print("no device count fits the memory cap: nothing written")
+            return 1
+        out.print(f"fastest that fits: {plan.num_devices} devices")
+        fits = True
+    else:
+        with out.status(f"planning {request.model} ({request.algorithm}, {request.mode.replace('_', '-')})"):
+            plan, fits = planning.plan_model(graph, request, out.track)
+    cap = planning.memory_cap(planning.check_cluster(request.cluster, None), plan.num_devices,
+                              request.memory_cap_bytes)
+    for line in plan_lines(plan, cap, fits):
+        out.print(line)
+    plan.save(args.output)
+    out.print(f"written to {args.output}")
+    return 0 if fits else 1
+
+
+def request_of(args: argparse.Namespace):
+    from stratagem.report.planning import PlanRequest
+    from stratagem.report.units import parse_bytes
+    options = {k: v for k, v in (("budget_s", args.budget_s), ("seed", args.seed)) if v is not None}
+    return PlanRequest(args.model, args.cluster or DEFAULT_CLUSTER, args.devices, args.mode.replace("-", "_"),
+                       parse_bytes(args.memory_cap) if args.memory_cap else None, args.algorithm, options,
+                       args.batch_size)

@@ -1,0 +1,40 @@
+"""A plan's summary lines and the profiling table, as the `plan` and `simulate` commands print them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from stratagem.plan import Plan
+from stratagem.report.tables import Table
+from stratagem.report.units import format_bytes, format_seconds
+
+
+def plan_lines(plan: Plan, memory_cap_bytes: float | None = None, fits: bool = True) -> list[str]:
+    d = plan.details
+    lines = [f"plan: {plan.model or plan.graph.name} on {plan.cluster}, {plan.num_devices} devices, "
+             f"{plan.algorithm} ({len(plan.graph.ops)} ops)",
+             f"  iteration time   {format_seconds(plan.iteration_time_s):>10}  simulated   "
+             f"{format_seconds(plan.additive_time_s):>10}  additive (TensorOpt Eq. 3)",
+             f"  peak memory      {format_bytes(plan.peak_memory_bytes):>10}  simulated   "
+             f"{format_bytes(plan.additive_memory_bytes):>10}  additive  (per device)"]
+    if "compute_time_s" in d:
+        lines.append(f"  compute          {format_seconds(d['compute_time_s']):>10}  busiest device; "
+                     f"communication {format_seconds(d.get('communication_time_s', float('nan')))} "
+                     f"({format_bytes(d.get('communication_bytes', float('nan')))} moved)")
+    if memory_cap_bytes is not None:
+        verdict = "fits" if fits else "DOES NOT FIT"
+        lines.append(f"  memory cap       {format_bytes(memory_cap_bytes):>10}  {verdict}")
+        if not fits:
+            lines.append("  nothing fits the cap; this is the plan that needs the least memory. Raise "
+                         "--memory-cap, use more devices (--devices, --mode mini-parallelism) or a smaller batch")
+    return lines
+
+
+def profile_table(table: Mapping[int, tuple[Plan, bool]]) -> Table:
+    rows = []
+    for n, (plan, fits) in table.items():
+        rows.append((str(n), format_seconds(plan.iteration_time_s) if fits else "does not fit",
+                     format_bytes(plan.peak_memory_bytes), format_seconds(plan.additive_time_s),
+                     format_bytes(plan.additive_memory_bytes)))
+    return Table.of(("devices", "least time (simulated)", "its peak memory", "time (additive)",
+                     "memory (additive)"), rows, "profiling: least time that fits, per device count")
