@@ -1,0 +1,27 @@
+"""The report's baselines: ToFu and Mesh-TF even where some op cannot split as their space asks."""
+
+from __future__ import annotations
+
+import pytest
+
+from stratagem.report import baselines
+
+
+def test_tofu_like_splits_every_op_that_can_split_over_all_devices(tiny_ctx):
+    plan = baselines.tofu_like(tiny_ctx)
+    assert plan.algorithm == "tofu-like" and plan.iteration_time_s > 0
+    for op in tiny_ctx.graph.ops:
+        config = plan.strategy[op.name]
+        assert config.num_devices == tiny_ctx.num_devices          # no op on fewer devices
+        if tiny_ctx.model.configurations(op.name, baselines.TOFU_SPACE):
+            assert all(level.dim is not None for level in config.levels), (op.name, config)
+
+
+def test_mesh_tf_replicates_scalars_and_refuses_spaces_too_large(tiny_ctx):
+    scalars = [op.name for op in tiny_ctx.graph.ops if not tiny_ctx.model.analyses[op.name].dims]
+    assert scalars                                           # rnn-tiny sums its per-step losses
+    front = baselines.mesh_tf_frontier(tiny_ctx)
+    assert all(level.dim is None for p in front for op in scalars for level in p.strategy[op].levels)
+    assert len(front) >= 1 and all(p.algorithm == "mesh-tf" for p in front)
+    with pytest.raises(baselines.TooManyLayouts, match="at most 1 layouts"):
+        baselines.mesh_tf_frontier(tiny_ctx, layout_limit=1)
