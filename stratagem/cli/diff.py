@@ -7,19 +7,19 @@ import argparse
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("a", help="a plan file")
-    parser.add_argument("b", help="another plan file")
+    parser.add_argument("a", help="a plan file, or FRONTIER.json:INDEX")
+    parser.add_argument("b", help="another plan file, or FRONTIER.json:INDEX")
     parser.add_argument("--top", type=int, default=None, help="list only the first N changed ops")
 
 
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from stratagem.plan import Plan
     from stratagem.report.console import Console
     from stratagem.report.diff import diff_plans
+    from stratagem.report.planfile import load_plan
     out = Console()
-    result = diff_plans(Plan.load(args.a), Plan.load(args.b))
+    result = diff_plans(load_plan(args.a), load_plan(args.b))
     out.table(result.cost_table())
     if not result.same_graph:
         out.print(f"the plans are for different graphs: {len(result.only_in_a)} ops only in a "

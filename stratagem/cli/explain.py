@@ -13,7 +13,7 @@ from stratagem.report.explain import SORT_KEYS
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("plan", help="a plan file written by `stratagem plan -o`")
+    parser.add_argument("plan", help="a plan file written by `stratagem plan -o`, or FRONTIER.json:INDEX")
     parser.add_argument("--sort", choices=SORT_KEYS, default="graph", help="order of the op table (default: graph)")
     parser.add_argument("--top", type=int, default=None, help="show only the first N ops of that order")
     parser.add_argument("--picture", default=None, metavar="PNG", help="draw ops by devices as a PNG")
@@ -21,14 +21,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stratagem.plan import Plan
     from stratagem.report import explain, picture
     from stratagem.report.console import Console
     from stratagem.report.plan_summary import plan_lines
+    from stratagem.report.planfile import load_plan
     from stratagem.report.replay import model_of
     from stratagem.report.units import format_bytes, format_seconds
     out = Console()
-    plan = Plan.load(args.plan)
+    plan = load_plan(args.plan)
     for line in plan_lines(plan):
         out.print(line)
     with out.status("pricing every op"):

@@ -12,17 +12,17 @@ import argparse
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("plan", help="a plan file written by `stratagem plan -o`")
+    parser.add_argument("plan", help="a plan file written by `stratagem plan -o`, or FRONTIER.json:INDEX")
     parser.add_argument("--trace", default=None, metavar="JSON", help="write the timeline as a Chrome trace")
     parser.add_argument("--cluster", default=None, help="simulate on this cluster instead of the plan's")
 
 
 def run(args: argparse.Namespace) -> int:
-    from stratagem.plan import Plan
     from stratagem.report.console import Console
+    from stratagem.report.planfile import load_plan
     from stratagem.report.simulate_report import simulate_plan
     out = Console()
-    plan = Plan.load(args.plan)
+    plan = load_plan(args.plan)
     with out.status(f"simulating {args.plan}"):
         report = simulate_plan(plan, args.cluster, with_trace=args.trace is not None)
     for line in report.lines():
