@@ -31,7 +31,7 @@ def fig6(settings: Settings) -> Outcome:
     from stratagem.report.frontier_plot import baseline_points
     from stratagem.report.planning import memory_cap
     models = ("rnn-tiny", "transformer-tiny") if settings.quick else ("rnn", "wideresnet", "transformer")
-    devices = 4 if settings.quick else 16
+    devices = 2 if settings.quick else 16
     cluster = load(CLUSTER)
     panels, summary, rows, notes = {}, [], [], []
     for name in settings.track(models, "models"):
@@ -140,7 +140,7 @@ def fig7_clusters(quick: bool):
 def fig7(settings: Settings) -> Outcome:
     from stratagem.cluster import load
     quick = settings.quick
-    devices, one_node = (16, 4) if quick else (16, 8)
+    devices, one_node = (2, 2) if quick else (16, 8)
     sizes = fig7_models(quick)
     bandwidth, intra = fig7_clusters(quick)
     base_graph = sizes[0][1]() if quick else zoo_graph("transformer")
@@ -185,7 +185,7 @@ def draw_series_panels(path, panels):
 def fig8(settings: Settings) -> Outcome:
     from stratagem.cluster import load
     models = ("transformer-tiny",) if settings.quick else ("wideresnet", "transformer")
-    counts = (1, 2, 4) if settings.quick else (1, 2, 4, 8, 16)
+    counts = (1, 2) if settings.quick else (1, 2, 4, 8, 16)
     cluster = load(CLUSTER)
     jobs = [(m, n) for m in models for n in counts]
     rows, curves = [], {}
@@ -205,6 +205,7 @@ def fig8(settings: Settings) -> Outcome:
 
 def least_times(graph, cluster, devices: int) -> dict[str, tuple[float, float, bool]]:
     """method -> (simulated time, simulated peak memory, fits 16 GB / 1.1)."""
+    from stratagem.report.baselines import tofu_like
     from stratagem.search import baselines
     from stratagem.search.planner import NothingFits, device_memory_cap, mini_time
     ctx = context(graph, cluster, devices)
@@ -218,7 +219,7 @@ def least_times(graph, cluster, devices: int) -> dict[str, tuple[float, float, b
         least = front.min_memory
         out["TensorOpt"] = (least.iteration_time_s, least.peak_memory_bytes, False)
     for label, plan in (("Data Parallel", baselines.data_parallel(ctx)), ("OptCNN", front.min_time),
-                        ("ToFu", baselines.tofu_like(ctx))):
+                        ("ToFu", tofu_like(ctx))):
         out[label] = (plan.iteration_time_s, plan.peak_memory_bytes, plan.peak_memory_bytes <= cap)
     return out
 

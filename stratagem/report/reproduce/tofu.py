@@ -85,12 +85,13 @@ def rnn_4_8k():
 def fig10_plans(ctx) -> dict[str, object]:
     """method -> Plan, or a string saying why there is none."""
     from stratagem.report.reproduce.greedy import allrow_greedy, largest_first
-    from stratagem.search.planner import frontier, make_plan, search
+    from stratagem.report.baselines import restricted_frontier
+    from stratagem.search.planner import make_plan, search
     out: dict[str, object] = {
         "AllRow-Greedy": make_plan(ctx, allrow_greedy(ctx.model), "allrow-greedy"),
         "Spartan": make_plan(ctx, largest_first(ctx.model), "spartan-like"),
-        "EqualChop": replace(frontier(ctx.graph, ctx.cluster, ctx=ctx, space=EQUAL_CHOP).min_time, algorithm="equal-chop"),
-        "ICML18": replace(frontier(ctx.graph, ctx.cluster, ctx=ctx, space=ICML18).min_time, algorithm="icml18"),
+        "EqualChop": replace(restricted_frontier(ctx, EQUAL_CHOP).min_time, algorithm="equal-chop"),
+        "ICML18": replace(restricted_frontier(ctx, ICML18).min_time, algorithm="icml18"),
     }
     out["Tofu"] = search(ctx.graph, ctx.cluster, "tofu", devices=ctx.num_devices) if has_tofu() else \
         "pending: search(..., algorithm='tofu') is not registered in planner.algorithms() yet"
