@@ -1,0 +1,27 @@
+"""`stratagem frontier`: the table, the JSON file and the plot (TensorOpt Fig. 6)."""
+
+from __future__ import annotations
+
+from stratagem.cli import main
+from stratagem.plan import Frontier
+
+from .images import assert_drawn
+
+
+def test_the_frontier_its_file_and_its_plot(tmp_path, capsys):
+    out_file, png = tmp_path / "front.json", tmp_path / "frontier.png"
+    assert main(["frontier", "rnn-tiny", "--devices", "2", "-o", str(out_file), "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    front = Frontier.load(out_file)
+    assert len(front) >= 2 and f"{len(front)} plans on the frontier" in out
+    memories = [p.additive_memory_bytes for p in front]
+    times = [p.additive_time_s for p in front]
+    assert memories == sorted(memories) and times == sorted(times, reverse=True)
+    assert "fastest plan that fits" in out and f"plot written to {png}" in out
+    assert_drawn(png, min_height=300, min_width=400)
+
+
+def test_unknown_baselines_are_refused_before_any_work(capsys):
+    assert main(["frontier", "rnn-tiny", "--baselines", "data-parallel,zero3"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown baseline" in err and "zero3" in err and "data-parallel" in err
