@@ -41,8 +41,12 @@ def _search(graph, cluster: str, gpus: int, algorithm: str, **options):
         return None
 
 
+def label(model: str, quick: bool) -> str:
+    return f"{model}-tiny" if quick else model
+
+
 def mcmc_budget_s(quick: bool) -> float:
-    return 2.0 if quick else 60.0
+    return 0.5 if quick else 60.0
 
 
 def fig6(settings: Settings) -> Outcome:
@@ -57,11 +61,12 @@ def fig6(settings: Settings) -> Outcome:
                                            ("FlexFlow (MCMC)", "mcmc", {"budget_s": mcmc_budget_s(settings.quick)})):
             plan = _search(graph, cluster, n, algorithm, **options)
             if plan is None:
-                rows.append((model, cluster, str(n), method, "nothing fits", "-"))
+                rows.append((label(model, settings.quick), cluster, str(n), method, "nothing fits", "-"))
                 continue
             throughput = batch / plan.iteration_time_s
-            curves.setdefault((model, cluster), {}).setdefault(method, []).append((n, throughput))
-            rows.append((model, cluster, str(n), method, seconds(plan.iteration_time_s), f"{throughput:.1f}"))
+            curves.setdefault((label(model, settings.quick), cluster), {}).setdefault(method, []).append((n, throughput))
+            rows.append((label(model, settings.quick), cluster, str(n), method, seconds(plan.iteration_time_s),
+                         f"{throughput:.1f}"))
     table = Table.of(("model", "cluster", "GPUs", "method", "iteration s (simulated)", "samples/s"), rows,
                      "Per-iteration training throughput")
     return Outcome((table,), (f"MCMC budget {mcmc_budget_s(settings.quick):.0f} s per search (FlexFlow: 30 min), "
@@ -108,7 +113,7 @@ SIMULATIONS = ("full", "delta", "incremental")
 def table5(settings: Settings) -> Outcome:
     models = ("rnnlm",) if settings.quick else MODELS
     counts = (2,) if settings.quick else (4, 8, 16, 32, 64)
-    proposals = 50 if settings.quick else 1000
+    proposals = 20 if settings.quick else 1000
     rows = []
     for model, n in settings.track([(m, n) for m in models for n in counts], "model x GPUs"):
         graph = graph_at(model, n, settings.quick)
@@ -119,7 +124,7 @@ def table5(settings: Settings) -> Outcome:
                     seed=0)
             timings[simulation] = time.perf_counter() - start
         paper = PAPER_TABLE5.get((model, n), ("-", "-"))
-        rows.append((model, str(n), *(f"{timings[s]:.2f}" for s in SIMULATIONS),
+        rows.append((label(model, settings.quick), str(n), *(f"{timings[s]:.2f}" for s in SIMULATIONS),
                      f"{timings['full'] / timings['delta']:.1f}x", f"{timings['full'] / timings['incremental']:.1f}x",
                      *paper))
     table = Table.of(("model", "GPUs", "full s", "delta s", "incremental s", "speed-up (delta)",
@@ -140,10 +145,10 @@ def fig9b(settings: Settings) -> Outcome:
         optcnn = _search(graph, "p100-4x4", n, "optcnn")
         flexflow = _search(graph, "p100-4x4", n, "mcmc", budget_s=mcmc_budget_s(settings.quick))
         if optcnn is None or flexflow is None:
-            rows.append((model, "-", "-", "nothing fits"))
+            rows.append((label(model, settings.quick), "-", "-", "nothing fits"))
             continue
-        bars[model] = (optcnn.iteration_time_s, flexflow.iteration_time_s)
-        rows.append((model, seconds(optcnn.iteration_time_s), seconds(flexflow.iteration_time_s),
+        bars[label(model, settings.quick)] = (optcnn.iteration_time_s, flexflow.iteration_time_s)
+        rows.append((label(model, settings.quick), seconds(optcnn.iteration_time_s), seconds(flexflow.iteration_time_s),
                      f"{optcnn.iteration_time_s / flexflow.iteration_time_s:.2f}x"))
     table = Table.of(("model", "OptCNN s", "FlexFlow s", "speed-up"), rows,
                      f"OptCNN against FlexFlow on {n} P100 (simulated iteration time)")
