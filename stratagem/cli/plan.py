@@ -1,6 +1,6 @@
 """`stratagem plan MODEL`: find a strategy for a zoo model on a cluster and write it as a plan file.
 
-    stratagem plan gpt-tiny                                   # v100-2x8, all 16 devices, mini-time
+    stratagem plan transformer                                # v100-2x8, all 16 devices, mini-time
     stratagem plan transformer --devices 8 --memory-cap 14.5GiB -o plan.json
     stratagem plan wideresnet --mode profiling                # devices -> least time that fits
     stratagem plan rnnlm --algorithm mcmc --budget-s 30 --seed 1
