@@ -181,9 +181,10 @@ def _ft_min_time(ctx: PlanningContext, **kwargs) -> Plan:
 
 
 def algorithms() -> dict[str, Algorithm]:
-    from stratagem.search import baselines
+    from stratagem.search import baselines, exhaustive, expert, mcmc
     table: dict[str, Algorithm] = {"ft": _ft_min_time}
     table.update(baselines.BASELINES)
+    table.update({"expert": expert.expert, "mcmc": mcmc.mcmc, "exhaustive": exhaustive.exhaustive})
     return table
 
 

@@ -1,0 +1,270 @@
+"""Exhaustive search: the exact least simulated iteration time (FlexFlow §8.3: DFS with A* pruning).
+
+Depth-first branch and bound over the variables of a `ChoiceSpace` in graph order:
+
+    ub = best simulated time of the incumbents (data parallel, expert, a short MCMC), fitting
+    dfs(i, partial):                                                          `BranchAndBound.dfs`
+        if i == V: simulate partial (delta simulation from the previous leaf); if it fits the
+                   memory cap and beats ub, it is the new incumbent              `BranchAndBound.leaf`
+        for each choice c of variable i, in order of its lower bound:         `BranchAndBound.children`
+            skip c if the resident bytes on some device exceed the cap (no completion fits)
+            skip c if LB(partial + c) >= ub (no completion is faster)          `search.bounds`
+            dfs(i + 1, partial + c)
+
+Every strategy not visited was cut by a bound that holds for all its completions, so the result
+is the minimum over the whole space of the strategies that fit (memory-infeasible ones excluded).
+
+Before searching, Knuth's estimator (random root-to-leaf probes through the same pruned tree,
+each probe's product of branching factors an unbiased estimate of the nodes per depth) predicts
+the work under the incumbent's bound; the tree actually searched is a subtree of it (ub only
+falls). When the predicted time exceeds max_time_s the search refuses with the estimate
+(`ExhaustiveTooLarge`).
+
+kwargs of `exhaustive` (and of `search(..., algorithm="exhaustive")`):
+    space=SpaceOptions()     configurations (default: FlexFlow's whole SOAP space)
+    coarsen=False            one variable per coarsened group instead of per op
+    max_time_s=600.0         refuse spaces predicted to take longer
+    probes=20                Knuth probes for the prediction
+    incumbent_proposals=200  MCMC proposals per candidate for the first incumbent (0: none)
+    memory_cap_bytes=None    None: `device_memory_cap(ctx)`
+    seed=0                   the probes' and the incumbent MCMC's randomness
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stratagem.errors import StratagemError
+from stratagem.plan import Plan
+from stratagem.search.bounds import Bounds
+from stratagem.search.choices import ChoiceSpace
+from stratagem.search.mcmc import MCMCOptions, build_space, mcmc_search
+from stratagem.sim.builder import Simulation
+from stratagem.space import SpaceOptions
+
+SLACK = 1e-9          # a bound within this relative distance of ub does not prune (rounding)
+
+
+class ExhaustiveTooLarge(StratagemError):
+    """The exhaustive search would not finish in the time allowed."""
+
+
+@dataclass(frozen=True)
+class Estimate:
+    leaves: float
+    bound_evaluations: float
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ExhaustiveResult:
+    assignment: tuple[int, ...]
+    time_s: float
+    peak_memory_bytes: float
+    nodes: int
+    leaves: int
+    elapsed_s: float
+    estimate: Estimate
+    space: ChoiceSpace = field(repr=False)
+
+    @property
+    def strategy(self) -> dict:
+        return self.space.strategy(self.assignment)
+
+
+@dataclass
+class _Node:
+    lb: float
+    choice: int
+    busy: np.ndarray
+    resident: np.ndarray
+
+
+class BranchAndBound:
+    def __init__(self, ctx, space: ChoiceSpace, cap_bytes: float, incumbent: tuple[int, ...], ub: float):
+        self.space, self.cap = space, cap_bytes
+        self.sim = Simulation(ctx.model, space.strategy(incumbent))
+        self.sim.run()
+        self.bounds = Bounds(ctx.model, space, self.sim)
+        self.num_devices = ctx.model.num_devices
+        self.best, self.ub = tuple(incumbent), ub
+        self.best_peak = float("nan")
+        self.crossing = self._crossing()
+        self.rest_work = np.concatenate([np.cumsum(self.bounds.min_work[::-1])[::-1][1:], [0.0]])
+        self.reset()
+
+    def _crossing(self) -> list[list[int]]:
+        """Cross edges completed at each depth (both ends fixed once variable i is)."""
+        out: list[list[int]] = [[] for _ in self.space.variables]
+        for k, a, b in self.bounds.cross_edges:
+            out[max(a, b)].append(k)
+        return out
+
+    def reset(self) -> None:
+        n = len(self.space.variables)
+        self.assignment = [0] * n
+        self.configs: dict = {}
+        self.pending: dict = {}
+        self.fbu = self.bounds.fbu_min.copy()
+        self.work = 0.0
+        self.nodes = self.leaves = 0
+
+    # ---- one level ----------------------------------------------------------------------------
+    def children(self, i: int, busy: np.ndarray, resident: np.ndarray, ub: float) -> list[_Node]:
+        var, b = self.space.variables[i], self.bounds
+        out = []
+        for c, choice in enumerate(var.choices):
+            res = resident + b.resident_bytes[i][c]
+            if res[:self.num_devices].max() > self.cap:
+                continue
+            self.configs.update(zip(var.ops, choice))
+            new_busy = busy + b.own[i][c]
+            for k in self.crossing[i]:
+                new_busy = new_busy + b.edge_busy(k, self.configs)
+            work = (self.work + b.work_by_choice[i][c] + self.rest_work[i]) / self.num_devices
+            lb = max(float(new_busy.max()), work)
+            if lb * (1 - SLACK) < ub:
+                b.fix(self.fbu, i, c)
+                lb = max(lb, b.path(self.fbu, self.configs))
+                b.unfix(self.fbu, i)
+            if lb * (1 - SLACK) < ub:
+                out.append(_Node(lb, c, new_busy, res))
+        for op in var.ops:
+            self.configs.pop(op, None)
+        out.sort(key=lambda node: (node.lb, node.choice))
+        return out
+
+    def enter(self, i: int, node: _Node) -> None:
+        var = self.space.variables[i]
+        choice = var.choices[node.choice]
+        self.assignment[i] = node.choice
+        self.configs.update(zip(var.ops, choice))
+        self.pending.update(zip(var.ops, choice))
+        self.bounds.fix(self.fbu, i, node.choice)
+        self.work += self.bounds.work_by_choice[i][node.choice]
+
+    def leave(self, i: int, node: _Node) -> None:
+        for op in self.space.variables[i].ops:
+            del self.configs[op]
+        self.bounds.unfix(self.fbu, i)
+        self.work -= self.bounds.work_by_choice[i][node.choice]
+
+    # ---- the search ---------------------------------------------------------------------------
+    def dfs(self, i: int, busy: np.ndarray, resident: np.ndarray) -> None:
+        self.nodes += 1
+        if i == len(self.space.variables):
+            self.leaf()
+            return
+        for node in self.children(i, busy, resident, self.ub):
+            if node.lb * (1 - SLACK) >= self.ub:
+                break
+            self.enter(i, node)
+            self.dfs(i + 1, node.busy, node.resident)
+            self.leave(i, node)
+
+    def leaf(self) -> None:
+        self.leaves += 1
+        time_s, peak = self.sim.change_many(self.pending)
+        self.pending.clear()
+        if peak <= self.cap and time_s < self.ub:
+            self.best, self.ub, self.best_peak = tuple(self.assignment), time_s, peak
+
+    def start(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.zeros(self.bounds.num_resources), np.zeros(self.bounds.num_resources)
+
+    # ---- Knuth's estimate -----------------------------------------------------------------------
+    def estimate(self, probes: int, rng: np.random.Generator, seconds_per_leaf: float,
+                 give_up_s: float) -> Estimate:
+        began = time.perf_counter()
+        leaves, evaluations, evaluated = [], [], 0
+        for _ in range(probes):
+            width, expected, done = self._probe(rng)
+            leaves.append(width)
+            evaluations.append(expected)
+            evaluated += done
+            if np.mean(leaves) * seconds_per_leaf > give_up_s:
+                break
+        per_evaluation = (time.perf_counter() - began) / max(1, evaluated)
+        mean_leaves, mean_evaluations = float(np.mean(leaves)), float(np.mean(evaluations))
+        return Estimate(mean_leaves, mean_evaluations,
+                        mean_leaves * seconds_per_leaf + mean_evaluations * per_evaluation)
+
+    def _probe(self, rng: np.random.Generator) -> tuple[float, float, int]:
+        """One random walk down the pruned tree: (leaves estimate, bound evaluations estimate,
+        bound evaluations done)."""
+        self.reset()
+        busy, resident = self.start()
+        width, expected, done, path = 1.0, 0.0, 0, []
+        for i, var in enumerate(self.space.variables):
+            expected += width * var.num_choices
+            done += var.num_choices
+            kids = self.children(i, busy, resident, self.ub)
+            if not kids:
+                width = 0.0
+                break
+            width *= len(kids)
+            node = kids[int(rng.integers(len(kids)))]
+            self.enter(i, node)
+            path.append((i, node))
+            busy, resident = node.busy, node.resident
+        for i, node in reversed(path):
+            self.leave(i, node)
+        self.reset()
+        return width, expected, done
+
+
+def _incumbent(ctx, space: ChoiceSpace, cap: float, proposals: int, seed: int) -> tuple[tuple[int, ...], float, float]:
+    """Best fitting strategy among data parallel, expert and a short MCMC: (assignment, time, s/leaf)."""
+    initial = ("data-parallel", "expert")
+    options = MCMCOptions(budget_s=None, max_proposals=max(1, proposals), seed=seed, initial=initial,
+                          memory_cap_bytes=cap)
+    result = mcmc_search(ctx, space, options)
+    per_leaf = result.search_time_s / max(1, result.proposals) / 2   # a proposal is two deltas at most
+    if result.best.feasible:
+        return result.assignment, result.best.time_s, per_leaf
+    return result.assignment, float("inf"), per_leaf
+
+
+def exhaustive_search(ctx, space: ChoiceSpace, max_time_s: float = 600.0, probes: int = 20,
+                      incumbent_proposals: int = 200, memory_cap_bytes: float | None = None,
+                      seed: int = 0) -> ExhaustiveResult:
+    from stratagem.search.planner import device_memory_cap
+    cap = memory_cap_bytes if memory_cap_bytes is not None else device_memory_cap(ctx)
+    assignment, ub, per_leaf = _incumbent(ctx, space, cap, incumbent_proposals, seed)
+    search = BranchAndBound(ctx, space, cap, assignment, ub)
+    estimate = search.estimate(probes, np.random.default_rng(seed), per_leaf, give_up_s=1e3 * max_time_s)
+    if estimate.seconds > max_time_s:
+        raise ExhaustiveTooLarge(
+            "exhaustive search would take too long", expected=f"an estimated search time <= {max_time_s:g} s",
+            got=f"about {estimate.seconds:.3g} s ({estimate.leaves:.3g} strategies to simulate after "
+                f"pruning, {estimate.bound_evaluations:.3g} bound evaluations) over a space of "
+                f"{space.size:.3g} strategies ({space.description})",
+            hint="Restrict the space (space=SpaceOptions(allow_fewer_devices=False, max_axes=2), "
+                 "coarsen=True), raise max_time_s, or use algorithm='mcmc'")
+    began = time.perf_counter()
+    search.reset()
+    search.dfs(0, *search.start())
+    if not np.isfinite(search.ub):
+        from stratagem.search.planner import NothingFits
+        raise NothingFits("no strategy in the space fits the memory cap", expected=f"peak <= {cap / 2**30:.2f} GiB",
+                          got="every strategy over it", hint="Use more devices or a smaller batch")
+    peak = search.best_peak
+    if not np.isfinite(peak):
+        peak = Simulation(ctx.model, space.strategy(search.best)).run().peak_memory_bytes
+    return ExhaustiveResult(search.best, search.ub, peak, search.nodes, search.leaves,
+                            time.perf_counter() - began, estimate, space)
+
+
+def exhaustive(ctx, space: SpaceOptions = SpaceOptions(), coarsen: bool = False, **kwargs) -> Plan:
+    from stratagem.search.planner import make_plan
+    result = exhaustive_search(ctx, build_space(ctx, space, coarsen), **kwargs)
+    details = {"space": result.space.description, "space_size": result.space.size, "nodes": result.nodes,
+               "leaves_simulated": result.leaves, "search_time_s": result.elapsed_s,
+               "estimated_leaves": result.estimate.leaves, "estimated_s": result.estimate.seconds}
+    return make_plan(ctx, result.strategy, "exhaustive", details=details)
+
+
+__all__ = ["Estimate", "ExhaustiveResult", "ExhaustiveTooLarge", "exhaustive", "exhaustive_search"]
