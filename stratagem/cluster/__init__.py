@@ -30,3 +30,14 @@ def load(name_or_path: str | Path, comm_table: CommTable | str | Path | None = N
 __all__ = ["KINDS", "Cluster", "ClusterSpec", "CommTable", "Device", "DeviceSpec", "EfficiencyCurve",
            "Estimate", "Link", "Node", "load", "load_spec", "normalize_groups", "parse_spec",
            "preset_names"]
+
+
+class _CallableModule(type(__import__("sys"))):
+    """`stratagem.cluster("v100-2x8")` (DESIGN.md's `sg.cluster`) is `stratagem.cluster.load`:
+    the package stays importable, and calling it loads a cluster."""
+
+    def __call__(self, name_or_path: str | Path, comm_table: CommTable | str | Path | None = None) -> Cluster:
+        return load(name_or_path, comm_table)
+
+
+__import__("sys").modules[__name__].__class__ = _CallableModule

@@ -32,14 +32,16 @@ def memory_buckets(mem: np.ndarray, resolution: float) -> np.ndarray:
         return np.where(np.isfinite(mem), np.floor(np.log1p(mem) / np.log1p(resolution)), np.inf)
 
 
-def reduce_rows(mem: np.ndarray, time: np.ndarray, resolution: float = 0.0
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def reduce_rows(mem: np.ndarray, time: np.ndarray, resolution: float = 0.0,
+                max_width: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pareto-reduce each row of (mem, time) [G, C]; return (mem, time, source column) [G, L].
 
     Rows come back sorted by memory ascending (time descending), padded with +inf and column -1,
     with L the largest frontier over all rows (at least 1). With `resolution` > 0, memories in
     the same relative bucket (`memory_buckets`) count as equal, so each bucket keeps only its
-    fastest tuple: an approximation that bounds frontier sizes; 0 is exact.
+    fastest tuple: an approximation that bounds frontier sizes; 0 is exact. With `max_width`, a
+    row with more survivors keeps `max_width` of them spread evenly along it (`_thin`), always the
+    least-memory and the least-time ends: also an approximation, None is exact.
     """
     mem = np.asarray(mem, dtype=np.float64)
     time = np.asarray(time, dtype=np.float64)
@@ -57,6 +59,8 @@ def reduce_rows(mem: np.ndarray, time: np.ndarray, resolution: float = 0.0
     best_before = np.minimum.accumulate(t_sorted, axis=1)
     keep = np.isfinite(t_sorted) & np.isfinite(m_sorted)
     keep[:, 1:] &= t_sorted[:, 1:] < best_before[:, :-1]
+    if max_width is not None and keep.sum(axis=1).max() > max_width:
+        keep = _thin(keep, max_width)
     width = max(1, int(keep.sum(axis=1).max()))
     front = np.argsort(~keep, axis=1, kind="stable")[:, :width]
     kept = np.take_along_axis(keep, front, axis=1)
@@ -64,6 +68,19 @@ def reduce_rows(mem: np.ndarray, time: np.ndarray, resolution: float = 0.0
     out_t = np.where(kept, np.take_along_axis(t_sorted, front, axis=1), INF)
     out_src = np.where(kept, np.take_along_axis(order, front, axis=1), -1)
     return out_m, out_t, out_src
+
+
+def _thin(keep: np.ndarray, width: int) -> np.ndarray:
+    """Per row, keep the first survivor of each of `width` - 1 equal rank buckets, and the last."""
+    count = keep.sum(axis=1, keepdims=True)
+    rank = np.cumsum(keep, axis=1) - 1
+    span = np.maximum(count - 1, 1)
+    bucket = (rank * (width - 1)) // span
+    previous = np.concatenate([np.full((keep.shape[0], 1), -1), bucket[:, :-1]], axis=1)
+    first_in_bucket = keep & ((bucket != previous) | (rank == 0))
+    last = keep & (rank == count - 1)
+    thinned = first_in_bucket | last
+    return np.where(count > width, thinned, keep)
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,11 @@ class FTOptions:
     branch_limit: int = 4096        # largest K_h * K_i a branch elimination may create
     workers: int = 2                # threads for large combines
     memory_resolution: float = 0.0  # > 0: memories within this relative step count as equal
+    max_width: int | None = None    # > 0: frontiers thinned to this many tuples (approximate)
+
+    @property
+    def exact(self) -> bool:
+        return self.memory_resolution == 0 and self.max_width is None
 
 
 @dataclass(frozen=True)
@@ -131,7 +136,8 @@ class _State:
         merged = tables[0]
         for other in tables[1:]:
             merged = combine([Term(merged, (O0, O1)), Term(other, (O0, O1))], sizes,
-                             executor=self.executor, resolution=self.options.memory_resolution)
+                             executor=self.executor, resolution=self.options.memory_resolution,
+                         max_width=self.options.max_width)
             self.counts["edge"] += 1
         self.edges[key] = [merged]
 
@@ -224,23 +230,28 @@ class _State:
 
     def _isolated(self, i: int) -> None:
         self.constants.append(combine([Term(self.nodes[i], ("k",))], (), self.size(i),
-                                      resolution=self.options.memory_resolution))
+                                      resolution=self.options.memory_resolution,
+                         max_width=self.options.max_width))
         self.remove_node(i)
         self.counts["leaf"] += 1
 
     def _leaf(self, i: int, j: int) -> None:
         folded = combine([Term(self.nodes[i], (O1,)), Term(self.edge(i, j), (O1, O0))],
-                         (self.size(j), self.size(i)), executor=self.executor, resolution=self.options.memory_resolution)
+                         (self.size(j), self.size(i)), executor=self.executor, resolution=self.options.memory_resolution,
+                         max_width=self.options.max_width)
         self.nodes[j] = combine([Term(self.nodes[j], (O0,)), Term(folded, (O0, "k"))],
-                                (self.size(j),), self.size(i), executor=self.executor, resolution=self.options.memory_resolution)
+                                (self.size(j),), self.size(i), executor=self.executor, resolution=self.options.memory_resolution,
+                         max_width=self.options.max_width)
         self.remove_node(i)
         self.counts["leaf"] += 1
 
     def _node(self, i: int, h: int, j: int) -> None:
         inner = combine([Term(self.nodes[i], (O0,)), Term(self.edge(i, j), (O0, O1))],
-                        (self.size(i), self.size(j)), executor=self.executor, resolution=self.options.memory_resolution)
+                        (self.size(i), self.size(j)), executor=self.executor, resolution=self.options.memory_resolution,
+                         max_width=self.options.max_width)
         table = combine([Term(self.edge(h, i), (O0, "k")), Term(inner, ("k", O1))],
-                        (self.size(h), self.size(j)), self.size(i), executor=self.executor, resolution=self.options.memory_resolution)
+                        (self.size(h), self.size(j)), self.size(i), executor=self.executor, resolution=self.options.memory_resolution,
+                         max_width=self.options.max_width)
         self.remove_node(i)
         self.add_edge(h, j, table)
         self.counts["node"] += 1
@@ -265,7 +276,8 @@ class _State:
         """Merge node i into h: h's configurations become pairs (p, k)."""
         ki, kh = self.size(i), self.size(h)
         pair = combine([Term(self.nodes[h], (O0,)), Term(self.nodes[i], (O1,)),
-                        Term(self.edge(h, i), (O0, O1))], (kh, ki), executor=self.executor, resolution=self.options.memory_resolution)
+                        Term(self.edge(h, i), (O0, O1))], (kh, ki), executor=self.executor, resolution=self.options.memory_resolution,
+                         max_width=self.options.max_width)
         outer, inner = np.repeat(np.arange(kh), ki), np.tile(np.arange(ki), kh)
         moved = []
         for x in self.neighbors(h) - {i}:
@@ -287,9 +299,11 @@ class _State:
         config, reason = self._pick_config(i)
         for x in self.neighbors(i):
             self.nodes[x] = combine([Term(self.nodes[x], (O0,)), Term(self.edge(x, i), (O0, config))],
-                                    (self.size(x),), executor=self.executor, resolution=self.options.memory_resolution)
+                                    (self.size(x),), executor=self.executor, resolution=self.options.memory_resolution,
+                         max_width=self.options.max_width)
         self.constants.append(combine([Term(self.nodes[i], (config,))], (),
-                                      resolution=self.options.memory_resolution))
+                                      resolution=self.options.memory_resolution,
+                         max_width=self.options.max_width))
         self.fixes.append(HeuristicFix(i, config, reason))
         self.remove_node(i)
         self.counts["heuristic"] += 1
@@ -312,16 +326,19 @@ class _State:
         for prev, cur in zip(chain, chain[1:]):
             cf = combine([Term(cf, ("k",)), Term(self.edge(prev, cur), ("k", O0)),
                           Term(self.nodes[cur], (O0,))], (self.size(cur),), self.size(prev),
-                         executor=self.executor, resolution=self.options.memory_resolution)
+                         executor=self.executor, resolution=self.options.memory_resolution,
+                         max_width=self.options.max_width)
         return combine([Term(cf, ("k",))], (), cf.index_shape[0],
-                       resolution=self.options.memory_resolution)
+                       resolution=self.options.memory_resolution,
+                         max_width=self.options.max_width)
 
     def final(self) -> Table:
         parts = [self.ldp(chain) for chain in self.chains] + self.constants
         result = parts[0]
         for other in parts[1:]:
             result = combine([Term(result, ()), Term(other, ())], (),
-                             resolution=self.options.memory_resolution)
+                             resolution=self.options.memory_resolution,
+                         max_width=self.options.max_width)
         return result
 
 

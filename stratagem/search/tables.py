@@ -132,7 +132,7 @@ def _resolve(spec_entry: Any, index: tuple[int, ...], k: int) -> int:
 
 def combine(terms: Sequence[Term], out_sizes: Sequence[int], k_size: int | None = None,
             node: int | None = None, fixed: Sequence[tuple] = (), executor: Executor | None = None,
-            resolution: float = 0.0) -> Combined:
+            resolution: float = 0.0, max_width: int | None = None) -> Combined:
     """result[o] = reduce(union over k of the product over terms). See the module docstring."""
     terms = list(terms)
     final_shape = tuple(out_sizes)
@@ -144,7 +144,8 @@ def combine(terms: Sequence[Term], out_sizes: Sequence[int], k_size: int | None 
     starts = list(range(0, sizes[0], chunk))
 
     def work(start: int) -> tuple:
-        return _combine_chunk(terms, sizes, k, widths, start, min(start + chunk, sizes[0]), resolution)
+        return _combine_chunk(terms, sizes, k, widths, start, min(start + chunk, sizes[0]), resolution,
+                              max_width)
 
     parts = (list(executor.map(work, starts)) if executor is not None and len(starts) > 1
              else [work(s) for s in starts])
@@ -158,7 +159,7 @@ def combine(terms: Sequence[Term], out_sizes: Sequence[int], k_size: int | None 
                     [s.reshape(shape) for s in slots], fixed)
 
 
-def _combine_chunk(terms, sizes, k, widths, start, stop, resolution):
+def _combine_chunk(terms, sizes, k, widths, start, stop, resolution, max_width):
     rows = (stop - start,) + tuple(sizes[1:])
     mem = np.zeros(rows + (k,) + tuple(widths))
     time = np.zeros_like(mem)
@@ -167,7 +168,7 @@ def _combine_chunk(terms, sizes, k, widths, start, stop, resolution):
         mem = mem + m
         time = time + tm
     flat_rows = math.prod(rows)
-    m, tm, src = reduce_rows(mem.reshape(flat_rows, -1), time.reshape(flat_rows, -1), resolution)
+    m, tm, src = reduce_rows(mem.reshape(flat_rows, -1), time.reshape(flat_rows, -1), resolution, max_width)
     valid = src >= 0
     coords = np.unravel_index(np.where(valid, src, 0), (k,) + tuple(widths))
     k_choice = np.where(valid, coords[0], -1)
