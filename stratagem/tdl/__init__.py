@@ -8,7 +8,7 @@ from typing import Any
 from stratagem.errors import TDLError
 from stratagem.tdl.analysis import KINDS, Analysis, Dim, Split, WorkerShare
 from stratagem.tdl.expr import (
-    Compute, Max, Min, Opaque, Prod, Sum, absolute, ceil, cos, erf, exp, expm1, floor, log, log1p,
+    Compute, Max, Min, Opaque, Prod, Sum, absolute, acos, asin, atan, atan2, ceil, cos, erf, exp, expm1, floor, log, log1p,
     logical_and, logical_not, logical_or, maximum, minimum, reciprocal, round_, rsqrt, sigmoid, sign,
     sin, sqrt, tanh, trunc, where,
 )
@@ -36,7 +36,7 @@ def analyze(name_or_op: str | OpDef, *input_shapes: Sequence[int] | None,
 
 __all__ = [
     "KINDS", "LIBRARY", "Analysis", "Compute", "Description", "Dim", "Max", "Min", "Opaque", "OpDef",
-    "Prod", "Split", "Sum", "WorkerShare", "absolute", "analyze", "ceil", "cos", "erf", "exp", "expm1",
+    "Prod", "Split", "Sum", "WorkerShare", "absolute", "acos", "asin", "atan", "atan2", "analyze", "ceil", "cos", "erf", "exp", "expm1",
     "floor", "log", "log1p", "logical_and", "logical_not", "logical_or", "lookup", "maximum",
     "minimum", "op", "reciprocal", "round_", "rsqrt", "sigmoid", "sign", "sin", "sqrt", "tanh",
     "trunc", "where",

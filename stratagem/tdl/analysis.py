@@ -9,10 +9,14 @@ the input region worker w reads is the interval image of those ranges through ea
 
 Case 2 applies when the output is linear in one top-level reducer R: out = A * R + C for Sum (each
 worker computes A * R_w; the first worker adds C), out = R + C for Max and Min (each adds C),
-out = R for Prod (`_top_level_reduction`). Splitting an index of R leaves the output `P(reducer)`.
+out = R for Prod (`_top_level_reduction`), where A and C do not use R (nor a copy of it: layer
+norm's (x - mean) * rsqrt(var) is not linear in mean's Sum). Splitting an index of R leaves the
+output `P(reducer)`.
 
 A split is offered only if each worker's input region is exactly what it reads (no over-fetch):
 `Analysis.can_split` checks `regions.is_exact_access` and that unions of accesses fill their box.
+Only dims whose index variables the split narrows are checked: elsewhere a worker reads what the
+whole op reads (a stride-2 1x1 convolution skips columns whether split or not).
 Each input then gets, per split, the placement it needs: `R` when all workers read the same region,
 `S(d)` when workers read the even k-way chunks of dim d, and `None` otherwise (halos, strides,
 uneven chunks: valid partition-n-reduce, not expressible as a DTensor placement).
@@ -137,6 +141,16 @@ class Analysis:
         raise TDLError(f"op {self.name!r} has no dim {name!r}",
                        expected=f"one of {[d.name for d in self.dims]}", got=repr(name))
 
+    def index_var(self, name: str) -> IndexVar:
+        """The index variable of dim `name` (output or top-level reduction index)."""
+        self.dim(name)
+        return self._vars[name]
+
+    @property
+    def symbols(self) -> dict[str, str]:
+        """The symbol standing for each dim's extent in `symbolic_regions` (b -> B)."""
+        return _symbol_names(self._vars)
+
     def output_dim_index(self, name: str) -> int | None:
         names = [v.name for v in self.desc.output_vars]
         return names.index(name) if name in names else None
@@ -241,6 +255,7 @@ class Analysis:
 
     def _is_exact(self, assignment: Mapping[str, tuple[int, int]], first_in_reduction: bool) -> bool:
         ranges = self.ranges_for(assignment)
+        unsplit = full_ranges(self.desc)
         reduction_split = self._splits_reduction(assignment)
         per_input: list[list[Box]] = [[] for _ in self.desc.inputs]
         for out in self._worker_outputs(reduction_split, first_in_reduction):
@@ -248,7 +263,7 @@ class Analysis:
                 box = access_box(acc, rng)
                 if box is None:
                     continue
-                if not is_exact_access(acc, rng):
+                if not is_exact_access(acc, rng, unsplit):
                     return False
                 per_input[acc.tensor.position].append(box)
         return all(boxes_cover_union(b) for b in per_input if b)
@@ -462,7 +477,17 @@ def _checked(top: TopReduction) -> TopReduction | None:
 
 
 def _contains_reduce(value: Value, reduce: Reduce) -> bool:
-    return any(node is reduce for node in walk(value))
+    """Whether value uses R: the node itself, or a copy (tracing rebuilds shared subexpressions,
+    so layer norm's mean appears once in x - mean and again inside the variance)."""
+    text = None
+    for node in walk(value):
+        if node is reduce:
+            return True
+        if isinstance(node, Reduce):
+            text = repr(reduce) if text is None else text
+            if repr(node) == text:
+                return True
+    return False
 
 
 def partial_output(top: TopReduction, include_extra: bool) -> Value:

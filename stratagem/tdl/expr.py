@@ -24,9 +24,9 @@ from stratagem.tdl.indexing import IndexCond, IndexExpr, IndexProduct, IndexVar,
 
 UNARY = frozenset({"neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos",
                    "tanh", "sigmoid", "erf", "floor", "ceil", "round", "sign", "reciprocal",
-                   "trunc", "not"})
+                   "trunc", "not", "asin", "acos", "atan", "uniform"})
 BINARY = frozenset({"add", "sub", "mul", "div", "pow", "max", "min", "eq", "ne", "lt", "le", "gt",
-                    "ge", "and", "or", "fmod", "remainder"})
+                    "ge", "and", "or", "fmod", "remainder", "atan2"})
 REDUCERS = ("sum", "max", "min", "prod")
 
 
@@ -231,13 +231,17 @@ def where(cond: Any, then: Any, otherwise: Any) -> Value:
 
 
 def _reducer(kind: str) -> Callable[..., Reduce]:
-    def reduce(fn: Callable, **extents: int) -> Reduce:
-        names = lambda_parameter_names(fn, f"{kind.capitalize()}(...)")
+    def reduce(fn: "Callable | Compute", **extents: int) -> Reduce:
+        if isinstance(fn, Compute):
+            names, call = tuple(fn.names), fn.fn
+        else:
+            names, call = lambda_parameter_names(fn, f"{kind.capitalize()}(...)"), fn
         variables = tuple(IndexVar(n) for n in names)
-        body = to_value(fn(*variables))
+        body = to_value(call(*variables))
         return Reduce(kind, variables, body, tuple(sorted(extents.items())))
     reduce.__name__ = kind.capitalize()
-    reduce.__doc__ = f"{kind.capitalize()}(lambda i, j: body): {kind} of body over new indices i, j."
+    reduce.__doc__ = (f"{kind.capitalize()}(lambda i, j: body): {kind} of body over new indices i, j; "
+                      f"or {kind.capitalize()}(Compute(names, fn)) for a rank-generic reduction.")
     return reduce
 
 
@@ -275,6 +279,13 @@ exp, log, log1p, expm1, sqrt, rsqrt, tanh, sigmoid, erf, sin, cos = (
                         "sin", "cos"))
 absolute, floor, ceil, round_, sign, reciprocal, trunc, logical_not = (
     _unary(n) for n in ("abs", "floor", "ceil", "round", "sign", "reciprocal", "trunc", "not"))
+asin, acos, atan = (_unary(n) for n in ("asin", "acos", "atan"))
+uniform = _unary("uniform")
+uniform.__doc__ = "uniform(n): a random number in [0, 1), a fixed function of the integer n (tdl.rng)"
+
+
+def atan2(a: Any, b: Any) -> Value:
+    return apply("atan2", a, b)
 
 
 def maximum(a: Any, b: Any) -> Value:

@@ -373,8 +373,10 @@ def evaluate(expr: IndexExpr, values: Mapping[int, Any]) -> Any:
 def simplify(expr: IndexExpr, ranges: Ranges) -> IndexExpr:
     """Remove floor-divisions and remainders that the variable ranges make affine.
 
-    `(k*e + r) // k == e` and `(k*e + r) % k == r` whenever 0 <= r < k over `ranges`; this turns
-    the row-major index arithmetic of a reshape back into plain affine indices.
+    `(k*e + r) // k == e + r // k` and `(k*e + r) % k == r % k` always hold; when moreover
+    `r // k` is one constant b over `ranges`, they are `e + b` and `r - b*k`. This turns the
+    row-major index arithmetic of a reshape back into plain affine indices, and keeps the
+    // and % of the rest small (so their interval bounds stay tight).
     """
     affine = expr.to_affine()
     result = Affine((), affine.const)
@@ -391,9 +393,9 @@ def _simplify_atom(atom: Any, ranges: Ranges) -> IndexExpr:
     exact = _make_affine(([a, c] for a, c in inner.terms if c % k == 0), inner.const - inner.const % k)
     rest = _make_affine(([a, c] for a, c in inner.terms if c % k != 0), inner.const % k)
     lo, hi = bounds(rest, ranges)
-    if lo // k != hi // k:
-        return (FloorDiv if isinstance(atom, FloorDiv) else Mod)(inner, k)
-    block = lo // k
+    block = lo // k if lo // k == hi // k else None
     if isinstance(atom, FloorDiv):
-        return _make_affine(([a, c // k] for a, c in exact.terms), exact.const // k + block)
-    return rest.plus(Affine((), -block * k))
+        quotient = _make_affine(([a, c // k] for a, c in exact.terms), exact.const // k)
+        remainder = Affine((), block) if block is not None else FloorDiv(rest, k).to_affine()
+        return quotient.plus(remainder)
+    return rest.plus(Affine((), -block * k)) if block is not None else Mod(rest, k).simplified()

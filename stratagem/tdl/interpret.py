@@ -21,6 +21,7 @@ from stratagem.tdl.expr import (
     FULL, Access, Apply, Const, IndexValue, OpaqueResult, Reduce, Value, Where,
 )
 from stratagem.tdl.indexing import IndexCond, IndexProduct, evaluate
+from stratagem.tdl.rng import uniform
 
 
 class RegionViolation(AssertionError):
@@ -34,7 +35,8 @@ def _erf(x: np.ndarray) -> np.ndarray:
 NUMPY_FUNCTIONS = {
     "neg": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log, "log1p": np.log1p,
     "expm1": np.expm1, "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x), "sin": np.sin,
-    "cos": np.cos, "tanh": np.tanh, "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)), "erf": _erf,
+    "cos": np.cos, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "atan2": np.arctan2,
+    "uniform": uniform, "tanh": np.tanh, "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)), "erf": _erf,
     "floor": np.floor, "ceil": np.ceil, "round": np.round, "sign": np.sign,
     "reciprocal": lambda x: 1.0 / x, "trunc": np.trunc, "not": lambda x: np.logical_not(x).astype(float),
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "pow": np.power,
@@ -99,7 +101,8 @@ class Interpreter:
             shape[self.axis[v.uid]] = self.ranges[v.uid][1] - self.ranges[v.uid][0] + 1
         result = np.broadcast_to(result.reshape(result.shape + (1,) * (len(shape) - result.ndim)), shape)
         others = tuple(a for a in range(len(shape)) if a not in out_axes)
-        return np.ascontiguousarray(result.squeeze(axis=others) if others else result)
+        result = result.squeeze(axis=others) if others else result
+        return np.array(result, dtype=np.float64, order="C")   # ascontiguousarray makes 0-d 1-d
 
     def eval(self, node: Value, mask: Any) -> Any:
         if isinstance(node, Access):

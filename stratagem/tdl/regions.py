@@ -56,32 +56,43 @@ def iter_accesses(value: Value, ranges: Mapping[int, tuple[int, int]]
 
 
 def refine(ranges: Ranges, cond: IndexCond) -> Ranges | None:
-    """Ranges under which `cond` can hold, narrowed where it bounds one variable; None if never."""
+    """Ranges under which `cond` can hold, narrowed per variable; None if it never holds.
+
+    For `a*v + rest REL 0`, v is bounded using the interval of `rest` over `ranges`: exact when
+    `rest` is constant (one variable), a sound over-approximation otherwise (`j <= i` with i in
+    [lo, hi] gives j <= hi), so a causal mask reads only the prefix it needs.
+    """
     lo, hi = bounds(cond.expr, ranges, INT_DOMAIN)
     if not _can_hold(lo, hi, cond.relation):
         return None
-    expr = cond.expr
-    if len(expr.terms) != 1 or not isinstance(expr.terms[0][0], IndexVar):
-        return ranges
-    var, a = expr.terms[0]
-    v_lo, v_hi = ranges[var.uid]
-    r = -expr.const
-    rel = cond.relation
-    if rel in ("<", "<="):
-        limit = r - 1 if rel == "<" else r            # a*v <= limit
-        v_lo, v_hi = (v_lo, min(v_hi, limit // a)) if a > 0 else (max(v_lo, -(limit // -a)), v_hi)
-    elif rel in (">", ">="):
-        limit = r + 1 if rel == ">" else r            # a*v >= limit
-        v_lo, v_hi = (max(v_lo, -(-limit // a)), v_hi) if a > 0 else (v_lo, min(v_hi, limit // a))
-    elif rel == "==":
-        if r % a:
-            return None
-        v_lo, v_hi = max(v_lo, r // a), min(v_hi, r // a)
-    if v_lo > v_hi:
-        return None
     narrowed = dict(ranges)
-    narrowed[var.uid] = (v_lo, v_hi)
+    for var, a in cond.expr.terms:
+        if not isinstance(var, IndexVar):
+            continue
+        rest = Affine(tuple(t for t in cond.expr.terms if t[0] is not var), cond.expr.const)
+        found = _narrow(narrowed[var.uid], a, bounds(rest, narrowed, INT_DOMAIN), cond.relation)
+        if found is None:
+            return None
+        narrowed[var.uid] = found
     return narrowed
+
+
+def _narrow(v_range: tuple[int, int], a: int, rest: tuple[int, int], rel: str
+            ) -> tuple[int, int] | None:
+    """Range of v such that a*v + r REL 0 for some r in `rest` (inclusive bounds)."""
+    v_lo, v_hi = v_range
+    r_lo, r_hi = rest
+    if rel in ("<", "<="):                        # a*v <= -r_lo (minus 1 for <)
+        limit = -r_lo - (1 if rel == "<" else 0)
+        v_lo, v_hi = (v_lo, min(v_hi, limit // a)) if a > 0 else (max(v_lo, -(limit // -a)), v_hi)
+    elif rel in (">", ">="):                      # a*v >= -r_hi (plus 1 for >)
+        limit = -r_hi + (1 if rel == ">" else 0)
+        v_lo, v_hi = (max(v_lo, -(-limit // a)), v_hi) if a > 0 else (v_lo, min(v_hi, limit // a))
+    elif rel == "==":                             # a*v in [-r_hi, -r_lo]
+        lo_val, hi_val = (-r_hi, -r_lo) if a > 0 else (r_lo, r_hi)
+        k = abs(a)
+        v_lo, v_hi = max(v_lo, -(-lo_val // k)), min(v_hi, hi_val // k)
+    return (v_lo, v_hi) if v_lo <= v_hi else None
 
 
 def _can_hold(lo: int, hi: int, relation: str) -> bool:
@@ -129,15 +140,26 @@ def boxes_cover_union(boxes: list[Box]) -> bool:
     return True
 
 
-def is_exact_access(acc: Access, ranges: Ranges) -> bool:
-    """Whether `acc` reads every element of its (unclipped) bounding box under `ranges`."""
+def is_exact_access(acc: Access, ranges: Ranges, unsplit: Ranges | None = None) -> bool:
+    """Whether `acc` reads every element of its (unclipped) bounding box under `ranges`.
+
+    With `unsplit` (the whole op's ranges), dims whose variables all keep their unsplit ranges are
+    not checked: there a worker reads what the whole op reads (a 1x1 convolution of stride 2 skips
+    columns whether split or not), so the split adds no over-fetch.
+    """
     groups = _dims_grouped_by_shared_variables(acc)
     for dims in groups:
+        if unsplit is not None and _keeps_unsplit_ranges(acc, dims, ranges, unsplit):
+            continue
         if len(dims) == 1 and _is_contiguous(acc.indices[dims[0]], ranges):
             continue
         if not _enumerated_image_is_box([acc.indices[d] for d in dims], ranges):
             return False
     return True
+
+
+def _keeps_unsplit_ranges(acc: Access, dims: list[int], ranges: Ranges, unsplit: Ranges) -> bool:
+    return all(ranges[v.uid] == unsplit[v.uid] for d in dims for v in acc.indices[d].variables())
 
 
 def _dims_grouped_by_shared_variables(acc: Access) -> list[list[int]]:

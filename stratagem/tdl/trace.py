@@ -207,6 +207,10 @@ class OpDef:
             call_args.append(ref)
         return tuple(refs), call_args
 
+    def attrs_with_defaults(self, attrs: Mapping[str, Any]) -> dict[str, Any]:
+        """The op's attributes with defaults filled in (what `TORCH_OPS` implementations take)."""
+        return self._bind_attrs(attrs)
+
     def _bind_attrs(self, attrs: Mapping[str, Any]) -> dict[str, Any]:
         known = {p.name: p for p in self.attr_params}
         unknown = sorted(set(attrs) - set(known))

@@ -17,7 +17,7 @@ def mlp(batch: int = 64, width: int = 1024, hidden: int = 4096, dtype: str = "fl
     middle = "h"
     if activation:
         tensors.append(TensorSpec("a", (batch, hidden), dtype, Role.ACTIVATION, 0))
-        ops.append(Op("act", "softmax", ("h",), ("a",)))
+        ops.append(Op("act", "softmax", ("h",), ("a",), {"dim": 1}))
         middle = "a"
     ops.append(Op("fc2", "linear", (middle, "w2"), ("y",)))
     return Graph.build("mlp", tensors, ops, ["y"])

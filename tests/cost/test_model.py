@@ -47,15 +47,15 @@ def test_edges_of_the_graph(model):
 
 
 def test_matching_layouts_cost_nothing_and_share_saved_tensors(model):
-    dp = Configuration.of(b=8)
-    edge = model.edge_cost("a", "act", dp, "fc2", dp)    # softmax keeps a, fc2 keeps a: one buffer
+    edge = model.edge_cost("a", "act", Configuration.of(d0=8), "fc2", Configuration.of(b=8))
+    # softmax keeps a, fc2 keeps a: one buffer
     assert edge.time_s == 0 and edge.forward_steps == edge.backward_steps == ()
     assert [o.name for o in edge.reuse] == ["shared"]
     assert edge.extra_memory_bytes == -(B // 8) * H * 4
 
 
 def test_reuse_options_when_re_scheduling(model):
-    edge = model.edge_cost("a", "act", Configuration.of(b=8), "fc2", Configuration.of(k=8))
+    edge = model.edge_cost("a", "act", Configuration.of(d0=8), "fc2", Configuration.of(k=8))
     assert [s.kind for s in edge.forward_steps] == ["all_to_all"]
     options = {o.name: o for o in edge.reuse}
     assert set(options) == {"keep_both", "keep_before", "keep_after"}
@@ -71,17 +71,17 @@ def test_topology_decides_between_all_to_all_and_gather_then_slice(checked):
     # DGX-1V: an all-to-all sends 3 of 7 pairs over PCIe and QPI, while an all-gather rides the
     # NVLink rings, so S(0) -> S(1) is cheaper as all-gather + slice; on NVSwitch it is an all-to-all.
     graph = checked(mlp(B, D, H, activation=True))
-    src, dst = Configuration.of(b=8), Configuration.of(k=8)
+    src, dst = Configuration.of(d0=8), Configuration.of(k=8)
     for cluster, kind in (("v100-2x8", "all_gather"), ("h100-1x8", "all_to_all")):
         edge = CostModel(graph, cluster, num_devices=8).edge_cost("a", "act", src, "fc2", dst)
         assert [s.kind for s in edge.forward_steps] == [kind]
 
 
 def test_gradient_re_scheduling_goes_back_to_the_producer(model):
-    edge = model.edge_cost("h", "fc1", Configuration.of(j=8), "act", Configuration.of(b=8))
+    edge = model.edge_cost("h", "fc1", Configuration.of(j=8), "act", Configuration.of(d0=8))
     assert [s.kind for s in edge.forward_steps] == ["all_to_all"]
     assert [s.kind for s in edge.backward_steps] == ["all_to_all"]
-    edge = model.edge_cost("h", "fc1", Configuration.of(k=8), "act", Configuration.of(b=8))
+    edge = model.edge_cost("h", "fc1", Configuration.of(k=8), "act", Configuration.of(d0=8))
     assert [s.kind for s in edge.forward_steps] == ["reduce_scatter"]     # P(sum) -> S(0)
     assert [s.kind for s in edge.backward_steps] == ["all_gather"]         # S(0) -> R
 
@@ -93,7 +93,7 @@ def test_data_loader_edge(model):
 
 
 def test_plan_cost_is_the_sum_of_op_and_edge_costs(model):
-    strategy = {"fc1": Configuration.of(j=8), "act": Configuration.of(b=8), "fc2": Configuration.of(b=8)}
+    strategy = {"fc1": Configuration.of(j=8), "act": Configuration.of(d0=8), "fc2": Configuration.of(b=8)}
     plan = model.plan_cost(strategy)
     ops = sum(model.op_cost(n, c).time_s for n, c in strategy.items())
     edges = sum(model.edge_cost(e.tensor, e.src_op, strategy.get(e.src_op), e.dst_op, strategy[e.dst_op]).time_s
@@ -133,7 +133,7 @@ def test_errors(model):
     with pytest.raises(GraphError, match="does not read tensor 'x'"):
         model.edge_cost("x", None, None, "fc2", Configuration.of(b=8))
     with pytest.raises(GraphError, match="has no source op"):
-        model.edge_cost("h", None, None, "act", Configuration.of(b=8))
+        model.edge_cost("h", None, None, "act", Configuration.of(d0=8))
     with pytest.raises(ConfigError, match="strategy lacks ops"):
         model.plan_cost({"fc1": Configuration.of(b=8)})
 

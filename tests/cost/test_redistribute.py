@@ -102,7 +102,7 @@ def test_partial_sources_send_every_contribution():
 def test_convolution_halo_moves_only_the_halo(checked):
     graph = checked(conv(batch=8, channels=16, length=64, kernel=3))
     model = CostModel(graph, "v100-2x8", num_devices=2)
-    split = Configuration.of(x=2)
+    split = Configuration.of(l=2)
     edge = model.edge_cost("y", "c1", split, "c2", split)
     # y has 62 columns: c1 leaves [0, 31) and [31, 62); c2's devices read [0, 32) and [30, 62),
     # so one column crosses the boundary each way (kernel - 1 = 2 in all)

@@ -26,14 +26,14 @@ def times(sim, op, kind, device_index=0):
 
 def test_three_ops_on_two_devices_task_by_task(model):
     """fc1 and softmax data parallel, fc2 column parallel: checked against hand-derived times."""
-    dp, column = Configuration.of(b=2), Configuration.of(j=2)
-    sim = Simulation(model, {"fc1": dp, "act": dp, "fc2": column})
+    dp, act_dp, column = Configuration.of(b=2), Configuration.of(d0=2), Configuration.of(j=2)
+    sim = Simulation(model, {"fc1": dp, "act": act_dp, "fc2": column})
     result = sim.run()
-    fc1, act, fc2 = (model.op_cost(n, c) for n, c in (("fc1", dp), ("act", dp), ("fc2", column)))
-    gather = model.edge_cost("a", "act", dp, "fc2", column)      # S(0) -> R: all-gather
+    fc1, act, fc2 = (model.op_cost(n, c) for n, c in (("fc1", dp), ("act", act_dp), ("fc2", column)))
+    gather = model.edge_cost("a", "act", act_dp, "fc2", column)  # S(0) -> R: all-gather
     assert [s.kind for s in gather.forward_steps] == ["all_gather"]
     assert [s.kind for s in gather.backward_steps] == ["reduce_scatter"]   # P(sum) -> S(0)
-    assert model.edge_cost("h", "fc1", dp, "act", dp).forward_steps == ()
+    assert model.edge_cost("h", "fc1", dp, "act", act_dp).forward_steps == ()
     ag, rs = gather.forward_time_s, gather.backward_time_s
     (sync,) = fc1.sync                                                     # data-parallel all-reduce
     assert fc2.sync == ()                                                  # column-parallel weights
@@ -102,7 +102,7 @@ def test_delta_simulation_gives_the_full_timeline(models, name, seed, changes):
 
 
 def test_chrome_trace_has_an_event_per_task_and_per_resource(model, tmp_path):
-    sim = Simulation(model, {"fc1": Configuration.of(b=2), "act": Configuration.of(b=2),
+    sim = Simulation(model, {"fc1": Configuration.of(b=2), "act": Configuration.of(d0=2),
                              "fc2": Configuration.of(k=2)})
     sim.run()
     result = sim.result(with_trace=True)

@@ -81,11 +81,11 @@ def test_layout_of_linear_matches_megatron_rules():
 
 def test_halo_split_is_irregular_and_left_out_by_default():
     analysis = tdl.analyze("conv1d", (4, 4, 10), (4, 4, 3))
-    assert not layout(analysis, Configuration.of(x=2)).is_regular
+    assert not layout(analysis, Configuration.of(l=2)).is_regular
     default = enumerate_configurations(analysis, 4)
-    assert all("x" not in c.degrees for c in default)
+    assert all("l" not in c.degrees for c in default)
     with_halos = enumerate_configurations(analysis, 4, SpaceOptions(allow_irregular=True))
-    assert any("x" in c.degrees for c in with_halos)
+    assert any("l" in c.degrees for c in with_halos)
 
 
 def test_placements_print_and_parse():

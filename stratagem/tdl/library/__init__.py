@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from types import MappingProxyType, ModuleType
 
-from stratagem.tdl.library import opaque, sketch
+from stratagem.tdl.library import (
+    activation, binary, conv, create, index, linalg, loss, nn, norm, opaque, pad, pool, reduce, scalar,
+    scatter, shape, unary,
+)
 from stratagem.tdl.trace import OpDef
 
-_MODULES: tuple[ModuleType, ...] = (opaque, sketch)
+_MODULES: tuple[ModuleType, ...] = (unary, activation, binary, scalar, linalg, conv, pool, norm,
+                                    reduce, nn, loss, shape, index, pad, scatter, create, opaque)
 
 
 def _collect(modules: tuple[ModuleType, ...]) -> dict[str, OpDef]:

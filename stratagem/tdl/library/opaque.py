@@ -7,8 +7,12 @@ from stratagem.tdl.trace import op
 
 
 @op(name="opaque", shape=lambda *xs, out_shape, **_: out_shape)
-def opaque(*xs, target: str, out_shape: tuple, in_sample_dims: tuple, out_sample_dim=None):
-    """An op TDL has no description for: split on the batch dim only, or replicate."""
+def opaque(*xs, target: str, out_shape: tuple, in_sample_dims: tuple, out_sample_dim=None,
+           call=None):
+    """An op TDL has no description for: split on the batch dim only, or replicate.
+
+    `call` is how to run it (the recorded ATen call, see stratagem.frontend.calls); the TDL ignores it.
+    """
     fn = Opaque(target, impl=None, result_shape=lambda *shapes: tuple(
         s for d, s in enumerate(out_shape) if d != out_sample_dim))
     names = [f"d{i}" for i in range(len(out_shape))]

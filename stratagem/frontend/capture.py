@@ -1,0 +1,111 @@
+"""capture(module, example_inputs) -> Graph: any nn.Module, through torch.export, into the IR.
+
+1. `export.export_program`: torch.export, non-strict, default IR (the coarse ops the planner plans
+   with), no decomposition. Parameters and inputs may be on the meta device or fake tensors, so a
+   100-billion-parameter model captures with no memory for its weights.
+2. `batchdims.detect_batch_dims`: a second export with one more sample tells every tensor's batch dim.
+3. `saved.record_saved`: a fake-tensor run under saved-tensor hooks tells what autograd keeps.
+4. `lower.Lowering`: nodes -> ops, through `aten_map.convert`; what it cannot convert becomes
+   `opaque`, and every such ATen target is named in one `OpaqueOpsWarning`.
+5. `propagate_sample_dims` fills the sample dims the detection left open from the TDL analysis.
+
+Graph.meta records `opaque_targets` (target -> op count), `saved_internal_num_bytes` (op -> bytes
+autograd keeps that are no tensor of the IR, see saved.py) and `constants` (the values of small
+tensor constants the forward creates, when captured on a real device; see lower.py).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+from stratagem.errors import StratagemError
+from stratagem.frontend.batchdims import detect_batch_dims
+from stratagem.frontend.export import export_program
+from stratagem.frontend.lower import Lowered, Lowering
+from stratagem.frontend.saved import record_saved
+from stratagem.ir import Graph
+from stratagem.tdl.graphops import propagate_sample_dims
+
+SampleDims = Sequence[int | None] | Mapping[str, int | None] | None
+
+
+class OpaqueOpsWarning(UserWarning):
+    """Some ATen ops of a captured model have no TDL description and are planned as opaque ops."""
+
+
+def capture(module: torch.nn.Module, example_inputs: Any, *, name: str | None = None,
+            sample_dims: SampleDims = None) -> Graph:
+    """The IR graph of one training step's forward pass of `module` on `example_inputs`.
+
+    `sample_dims`: the batch dim of each tensor input (default 0; None for an input with no batch),
+    as a sequence in input order or a mapping from forward-argument name.
+    """
+    inputs = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+    name = name or type(module).__name__
+    program = export_program(module, inputs)
+    by_name = _input_sample_dims(program, inputs, sample_dims)
+    leaf_dims = [by_name.get(n) for n in _user_input_names(program)]
+    batch = detect_batch_dims(module, inputs, _align_to_leaves(inputs, leaf_dims), program)
+    lowered = Lowering(program, module, batch, by_name, record_saved(program)).run()
+    _warn_opaque(name, lowered)
+    meta = {"captured_from": type(module).__qualname__, "opaque_targets": lowered.opaque_targets,
+            "saved_internal_num_bytes": lowered.internal_saved_num_bytes, "constants": lowered.constants}
+    graph = Graph.build(name, lowered.tensors, lowered.ops, lowered.outputs, meta)
+    return propagate_sample_dims(graph)
+
+
+def _user_input_names(program: torch.export.ExportedProgram) -> list[str]:
+    return [s.arg.name for s in program.graph_signature.input_specs if s.kind.name == "USER_INPUT"]
+
+
+def _input_sample_dims(program: torch.export.ExportedProgram, inputs: tuple[Any, ...],
+                       given: SampleDims) -> dict[str, int | None]:
+    """Placeholder name -> sample dim, for every tensor user input."""
+    nodes = {n.name: n for n in program.graph.nodes}
+    tensors = {n: nodes[n].meta["val"] for n in _user_input_names(program)
+               if isinstance(nodes[n].meta.get("val"), torch.Tensor)}
+    if given is None:
+        dims = {n: (0 if t.dim() > 0 else None) for n, t in tensors.items()}
+    elif isinstance(given, Mapping):
+        unknown = sorted(set(given) - set(tensors))
+        if unknown:
+            raise StratagemError("sample_dims names unknown inputs", expected=f"names among {sorted(tensors)}",
+                                 got=str(unknown))
+        dims = {n: given.get(n, 0 if t.dim() > 0 else None) for n, t in tensors.items()}
+    else:
+        if len(given) != len(tensors):
+            raise StratagemError("sample_dims has the wrong length",
+                                 expected=f"{len(tensors)} (one per tensor input: {list(tensors)})",
+                                 got=str(len(given)))
+        dims = dict(zip(tensors, given))
+    for n, d in dims.items():
+        if d is not None and not -tensors[n].dim() <= d < tensors[n].dim():
+            raise StratagemError(f"sample dim of input {n!r} out of range",
+                                 expected=f"a dim of its shape {tuple(tensors[n].shape)} or None", got=str(d))
+    return {n: (d % tensors[n].dim() if d is not None else None) for n, d in dims.items()}
+
+
+def _align_to_leaves(inputs: tuple[Any, ...], placeholder_dims: list[int | None]) -> list[int | None]:
+    """Sample dims per pytree leaf of `inputs` (export makes one placeholder per tensor leaf)."""
+    leaves = torch.utils._pytree.tree_leaves(list(inputs))
+    if len(leaves) == len(placeholder_dims):
+        return placeholder_dims
+    tensor_dims = iter(placeholder_dims)
+    return [next(tensor_dims, None) if isinstance(x, torch.Tensor) else None for x in leaves]
+
+
+def _warn_opaque(name: str, lowered: Lowered) -> None:
+    if not lowered.opaque_targets:
+        return
+    counts = sorted(lowered.opaque_targets.items(), key=lambda kv: (-kv[1], kv[0]))
+    listed = ", ".join(f"{target} x{count}" for target, count in counts)
+    rejected = "".join(f"; conversion of {t} refused: {why}" for t, why in sorted(lowered.rejected.items()))
+    total = sum(lowered.opaque_targets.values())
+    warnings.warn(f"capture {name}: {total} ops of {len(counts)} ATen targets have no TDL description "
+                  f"and are opaque (split only along the batch, else replicated): {listed}{rejected}. "
+                  f"Describe them in stratagem/frontend/aten_map.py to plan their other splits",
+                  OpaqueOpsWarning, stacklevel=2)

@@ -1,0 +1,31 @@
+"""The batch dim is the one dim that grows by exactly one when the batch does."""
+
+from __future__ import annotations
+
+import torch
+
+from stratagem.frontend.batchdims import compare, with_one_more_sample
+
+
+def meta(*shape):
+    return torch.empty(shape, device="meta")
+
+
+def test_the_one_dim_that_grew_by_one_is_the_batch():
+    assert compare(meta(4, 3, 7), meta(4, 4, 7)) == 1
+
+
+def test_flattened_or_multiplied_batches_are_not_batch_dims():
+    assert compare(meta(8, 5), meta(10, 5)) is None          # [B*2, 5]
+    assert compare(meta(4, 4), meta(5, 5)) is None           # an outer product over the batch
+    assert compare(meta(4, 3), meta(4, 3)) is None           # no batch at all
+    assert compare(meta(4, 3), meta(5, 3, 1)) is None        # a different rank
+    assert compare(3, 4) is None
+
+
+def test_inputs_grow_along_their_sample_dims_only():
+    x, ids, scale = meta(2, 3), torch.zeros(5, 2, dtype=torch.long), 0.5
+    same_scale, (grown_x, grown_ids) = with_one_more_sample((scale, (x, ids)), [None, 0, 1])
+    assert grown_x.shape == (3, 3) and grown_x.device.type == "meta"
+    assert grown_ids.shape == (5, 3) and grown_ids.dtype == torch.long
+    assert same_scale == 0.5
