@@ -4,7 +4,7 @@ A partial strategy fixes the choices of some variables (`search.choices`); every
 simulated timeline (`sim.builder.Simulation`) contains, for each fixed op o with configuration c,
 its tasks F(o, d), B(o, d), U(o, d) on each device d of c (durations from op_cost(o, c)) and its
 gradient-sync steps on their links, and for each edge whose two ends are fixed, its re-scheduling
-steps on their links (for an input edge, the consumer alone fixes them). Three bounds, each a
+steps on their links (for an input edge, the consumer alone fixes them). Five bounds, each a
 lower bound on the makespan T of every completion:
 
   busy    T >= sum of the durations of the tasks on resource r, for every device and link r.
@@ -31,7 +31,23 @@ lower bound on the makespan T of every completion:
           tasks exists in every completion and its duration is >= the value used; induct in
           topological order (a reader listed after its owner is taken as 0, which only
           lowers the bound).                                                       `Bounds.path`
-The bound is the largest of the three. Peak memory has one too: the resident bytes (weights,
+  device  T >= sum over the tasks on device d that B(o, d) waits for, + s(o) + u(o), for every
+          op o fixed on d. Those tasks: F(x, d) for every x from which a path of activation
+          edges between ops fixed on d leads to o or to one of o's descendants in that
+          sub-graph, and B(y, d) for o and those descendants. Proof: for ops p -> q both on
+          d, F(q, d) waits for F(p, d) (directly, or through a re-scheduling chain that waits
+          for all F(p, .)), B(p, d) for B(q, d) likewise, and B(q, d) for F(q, d); so all
+          those tasks end before B(o, d) does, and being on d they run one at a time from
+          time >= 0; o's sync chain and U(o, d) come after B(o, d).     `Bounds.device_chains`
+          (Through an op not on d the chain may wait on another device's task, so only ops
+          fixed on d count.)
+  sync    T >= h + (sum of the durations on link r of the sync chains of the fixed ops whose
+          chains start at or after h) + (least update time among them), for every link r and
+          every h among those ops' start bounds (the latest of the path bound's and the device
+          bound's lower bounds on the end of the op's backward). Proof: Jackson's one-machine
+          relaxation: those tasks start at >= h and run one at a time on r; the last to finish
+          ends at >= h + the sum, and its op's update follows.         `Bounds.sync_queues`
+The bound is the largest of the five. Peak memory has one too: the resident bytes (weights,
 gradients, optimizer state) of fixed ops on a device are live all iteration, so a device whose
 resident bytes exceed the cap makes every completion infeasible (`Bounds.resident`).
 """
@@ -140,6 +156,7 @@ class Bounds:
                     i = self.op_index[op]
                     self.fbu_min[i] = np.minimum(self.fbu_min[i], self._fbu(op, config))
         self._delays: dict[tuple, tuple[float, float]] = {}
+        self._sync: dict[tuple, np.ndarray] = {}
 
     def _fbu(self, op: str, config) -> np.ndarray:
         """Per device: forward, backward, update, and the gradient-sync chain's duration."""
@@ -162,9 +179,17 @@ class Bounds:
         return found
 
     # ---- the bounds ---------------------------------------------------------------------------
-    def path(self, fbu: np.ndarray, configs) -> float:
+    def evaluate(self, fbu: np.ndarray, configs) -> float:
+        """The path, device and sync bounds together (the busy and work bounds are the caller's,
+        kept incrementally)."""
+        heads = np.zeros(len(self.ops))
+        return max(self.path(fbu, configs, heads), self.device_chains(fbu, configs, heads),
+                   self.sync_queues(fbu, configs, heads))
+
+    def path(self, fbu: np.ndarray, configs, heads: np.ndarray | None = None) -> float:
         """Longest chain of dependent tasks for per-op (f, b, u, sync) rows in graph order; edges
-        with both ends fixed add their re-scheduling chains."""
+        with both ends fixed add their re-scheduling chains. Writes into `heads` a lower bound
+        on the start of each op's sync chain."""
         n = len(self.ops)
         ends, back = [0.0] * n, [0.0] * n
         for o in range(n):
@@ -180,7 +205,64 @@ class Bounds:
             back[o] = fbu[o, 1] + ready
             synced = max([back[o]] + [back[q] + self.delays(k, configs)[1] for k, q in self.owned[o]])
             longest = max(longest, synced + fbu[o, 3] + fbu[o, 2])
+            if heads is not None:
+                heads[o] = max(heads[o], synced)
         return longest
+
+    def device_chains(self, fbu: np.ndarray, configs, heads: np.ndarray | None = None) -> float:
+        """The device bound: per device d, the tasks on d that B(o, d) transitively waits for
+        through ops fixed on d, serialized on d, then o's sync and update (module docstring).
+        Writes the end of B(o, .) it implies into `heads` (a sync chain starts after it)."""
+        fixed = [i for i, op in enumerate(self.ops) if op in configs]
+        best = 0.0
+        for d in range(self.num_devices):
+            on_d = [i for i in fixed if d in configs[self.ops[i]].devices]
+            if on_d:
+                waited = self._chain_on(on_d, fbu)
+                rows = fbu[on_d]
+                best = max(best, float((waited + rows[:, 3] + rows[:, 2]).max()))
+                if heads is not None:
+                    heads[on_d] = np.maximum(heads[on_d], waited)
+        return best
+
+    def sync_queues(self, fbu: np.ndarray, configs, heads: np.ndarray) -> float:
+        """The sync bound: on each link, the sync chains of fixed ops that start at or after h
+        run one at a time, and the last one's update follows (module docstring)."""
+        ops = [i for i, op in enumerate(self.ops) if op in configs and fbu[i, 3] > 0]
+        if not ops:
+            return 0.0
+        ops.sort(key=lambda i: -heads[i])
+        durations = np.array([self.sync_busy(self.ops[i], configs[self.ops[i]]) for i in ops])
+        tails = np.where(durations > 0, fbu[ops, 2][:, None], np.inf)
+        finish = np.cumsum(durations, axis=0) + np.minimum.accumulate(tails, axis=0)
+        finish = np.where(np.isfinite(finish), finish, 0.0)
+        return float((heads[ops][:, None] + finish).max())
+
+    def sync_busy(self, op: str, config) -> np.ndarray:
+        key = (op, config)
+        found = self._sync.get(key)
+        if found is None:
+            found = self._sync[key] = np.zeros(self.num_resources)
+            for step in self.model.op_cost(op, config).sync:
+                found[list(self.sim.step_resources(step))] += step.time_s
+        return found
+
+    def _chain_on(self, on_d: list[int], fbu: np.ndarray) -> np.ndarray:
+        local = {o: i for i, o in enumerate(on_d)}
+        m = len(on_d)
+        anc = np.eye(m, dtype=bool)
+        for i, o in enumerate(on_d):
+            for _, p in self.in_act[o]:
+                if p in local:
+                    anc[i] |= anc[local[p]]
+        up, desc = anc.copy(), np.eye(m, dtype=bool)
+        for i in reversed(range(m)):
+            for _, q in self.out_act[on_d[i]]:
+                if q in local:
+                    up[i] |= up[local[q]]
+                    desc[i] |= desc[local[q]]
+        rows = fbu[on_d]
+        return up.astype(float) @ rows[:, 0] + desc.astype(float) @ rows[:, 1]
 
     def fix(self, fbu: np.ndarray, v: int, choice: int) -> None:
         """Write variable v's choice into per-op rows."""

@@ -1,6 +1,7 @@
 """Exhaustive search: the exact least simulated iteration time (FlexFlow §8.3: DFS with A* pruning).
 
-Depth-first branch and bound over the variables of a `ChoiceSpace` in graph order:
+Depth-first branch and bound over the variables of a `ChoiceSpace`, those whose choices differ
+most in their own resource time first (`BranchAndBound._order`):
 
     ub = best simulated time of the incumbents (data parallel, expert, a short MCMC), fitting
     dfs(i, partial):                                                          `BranchAndBound.dfs`
@@ -92,16 +93,21 @@ class BranchAndBound:
         self.num_devices = ctx.model.num_devices
         self.best, self.ub = tuple(incumbent), ub
         self.best_peak = float("nan")
-        self.crossing = self._crossing()
-        self.rest_work = np.concatenate([np.cumsum(self.bounds.min_work[::-1])[::-1][1:], [0.0]])
+        self.order = self._order()
+        position = {v: i for i, v in enumerate(self.order)}
+        self.crossing: list[list[int]] = [[] for _ in self.order]     # edges whose last end is fixed at depth i
+        for k, a, b in self.bounds.cross_edges:
+            self.crossing[max(position[a], position[b])].append(k)
+        min_work = self.bounds.min_work[self.order]
+        self.rest_work = np.concatenate([np.cumsum(min_work[::-1])[::-1][1:], [0.0]])
         self.reset()
 
-    def _crossing(self) -> list[list[int]]:
-        """Cross edges completed at each depth (both ends fixed once variable i is)."""
-        out: list[list[int]] = [[] for _ in self.space.variables]
-        for k, a, b in self.bounds.cross_edges:
-            out[max(a, b)].append(k)
-        return out
+    def _order(self) -> list[int]:
+        """Variables with one choice first (fixed once, on the single path through them), then
+        in decreasing spread of their own resource time over their choices: the decisions that
+        matter most come first, where a bound cuts the largest subtrees."""
+        spread = [max(float(b.max()) for b in own) - min(float(b.max()) for b in own) for own in self.bounds.own]
+        return sorted(range(len(spread)), key=lambda v: (len(self.bounds.own[v]) > 1, -spread[v], v))
 
     def reset(self) -> None:
         n = len(self.space.variables)
@@ -114,22 +120,24 @@ class BranchAndBound:
 
     # ---- one level ----------------------------------------------------------------------------
     def children(self, i: int, busy: np.ndarray, resident: np.ndarray, ub: float) -> list[_Node]:
-        var, b = self.space.variables[i], self.bounds
+        """The choices of the variable at depth i that no bound cuts, best bound first."""
+        v = self.order[i]
+        var, b = self.space.variables[v], self.bounds
         out = []
         for c, choice in enumerate(var.choices):
-            res = resident + b.resident_bytes[i][c]
+            res = resident + b.resident_bytes[v][c]
             if res[:self.num_devices].max() > self.cap:
                 continue
             self.configs.update(zip(var.ops, choice))
-            new_busy = busy + b.own[i][c]
+            new_busy = busy + b.own[v][c]
             for k in self.crossing[i]:
                 new_busy = new_busy + b.edge_busy(k, self.configs)
-            work = (self.work + b.work_by_choice[i][c] + self.rest_work[i]) / self.num_devices
+            work = (self.work + b.work_by_choice[v][c] + self.rest_work[i]) / self.num_devices
             lb = max(float(new_busy.max()), work)
             if lb * (1 - SLACK) < ub:
-                b.fix(self.fbu, i, c)
-                lb = max(lb, b.path(self.fbu, self.configs))
-                b.unfix(self.fbu, i)
+                b.fix(self.fbu, v, c)
+                lb = max(lb, b.evaluate(self.fbu, self.configs))
+                b.unfix(self.fbu, v)
             if lb * (1 - SLACK) < ub:
                 out.append(_Node(lb, c, new_busy, res))
         for op in var.ops:
@@ -138,19 +146,21 @@ class BranchAndBound:
         return out
 
     def enter(self, i: int, node: _Node) -> None:
-        var = self.space.variables[i]
+        v = self.order[i]
+        var = self.space.variables[v]
         choice = var.choices[node.choice]
-        self.assignment[i] = node.choice
+        self.assignment[v] = node.choice
         self.configs.update(zip(var.ops, choice))
         self.pending.update(zip(var.ops, choice))
-        self.bounds.fix(self.fbu, i, node.choice)
-        self.work += self.bounds.work_by_choice[i][node.choice]
+        self.bounds.fix(self.fbu, v, node.choice)
+        self.work += self.bounds.work_by_choice[v][node.choice]
 
     def leave(self, i: int, node: _Node) -> None:
-        for op in self.space.variables[i].ops:
+        v = self.order[i]
+        for op in self.space.variables[v].ops:
             del self.configs[op]
-        self.bounds.unfix(self.fbu, i)
-        self.work -= self.bounds.work_by_choice[i][node.choice]
+        self.bounds.unfix(self.fbu, v)
+        self.work -= self.bounds.work_by_choice[v][node.choice]
 
     # ---- the search ---------------------------------------------------------------------------
     def dfs(self, i: int, busy: np.ndarray, resident: np.ndarray) -> None:
@@ -198,7 +208,8 @@ class BranchAndBound:
         self.reset()
         busy, resident = self.start()
         width, expected, done, path = 1.0, 0.0, 0, []
-        for i, var in enumerate(self.space.variables):
+        for i, v in enumerate(self.order):
+            var = self.space.variables[v]
             expected += width * var.num_choices
             done += var.num_choices
             kids = self.children(i, busy, resident, self.ub)

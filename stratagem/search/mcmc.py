@@ -2,7 +2,8 @@
 
     cost(S)      simulated iteration time of S; delta simulation (FlexFlow §5.3, Alg. 2) re-times
                  only what a proposal changes (`DeltaEvaluator`; `FullEvaluator` re-simulates the
-                 whole graph, FlexFlow Table 5's baseline)
+                 whole graph, FlexFlow Table 5's baseline). Costs are cached by strategy across
+                 the chains: a strategy met again costs no simulation (`run_chain`)
     feasible(S)  simulated peak memory <= the device memory cap (`planner.device_memory_cap`)
     proposal     S* = S with one random variable (an op) given a random other choice: symmetric,
                  q(S*|S) = q(S|S*) = 1 / (V (K_v - 1)), so Eq. 1 is the whole acceptance rule
@@ -138,6 +139,11 @@ class DeltaEvaluator:
         self.sim.change_many(self.space.changes(index, choice))
         self._undo = None
 
+    def move(self, index: int, choice: int, known: tuple[float, float]) -> None:
+        """Go to a neighbour whose cost is already known."""
+        self.assignment[index] = choice
+        self.sim.change_many(self.space.changes(index, choice))
+
 
 class FullEvaluator:
     """Every proposal simulated from scratch (FlexFlow's full simulation, Table 5)."""
@@ -169,6 +175,10 @@ class FullEvaluator:
         self.assignment[index] = choice
         self._undo = None
 
+    def move(self, index: int, choice: int, known: tuple[float, float]) -> None:
+        self.assignment[index] = choice
+        self._current = known
+
 
 EVALUATORS = {"delta": DeltaEvaluator, "full": FullEvaluator}
 
@@ -196,6 +206,7 @@ class ChainResult:
     best_assignment: tuple[int, ...]
     proposals: int
     accepted: int
+    simulated: int                # proposals that needed a simulation (the rest were cached)
     elapsed_s: float
 
 
@@ -207,28 +218,41 @@ def _propose(space: ChoiceSpace, movable: Sequence[int], assignment: Sequence[in
 
 
 def run_chain(name: str, evaluator, cap_bytes: float, beta: float, limits: _Limits,
-              rng: np.random.Generator) -> ChainResult:
-    space = evaluator.space
+              rng: np.random.Generator, seen: dict | None = None) -> ChainResult:
+    """One Metropolis-Hastings chain. `seen` caches (time, peak) by assignment across proposals
+    and chains: a proposal met before costs no simulation, and if rejected, no undo either."""
+    space, seen = evaluator.space, {} if seen is None else seen
     movable = [i for i, v in enumerate(space.variables) if v.num_choices > 1]
     current = start = energy(*evaluator.current(), cap_bytes)
     best, best_assignment = current, tuple(evaluator.assignment)
-    proposals = accepted = last_best = 0
+    seen.setdefault(best_assignment, evaluator.current())
+    proposals = accepted = last_best = simulated = 0
     began = limits.clock()
     last_best_s = elapsed = 0.0
     while movable and not limits.done(proposals, elapsed, proposals - last_best, elapsed - last_best_s):
         index, choice = _propose(space, movable, evaluator.assignment, rng)
-        proposed = energy(*evaluator.propose(index, choice), cap_bytes)
+        key = tuple(choice if i == index else c for i, c in enumerate(evaluator.assignment))
+        known = seen.get(key)
+        if known is None:
+            known = seen[key] = evaluator.propose(index, choice)
+            simulated += 1
+            fresh = True
+        else:
+            fresh = False
+        proposed = energy(*known, cap_bytes)
         proposals += 1
         elapsed = limits.clock() - began
         if not accept(current, proposed, beta, float(rng.random())):
-            evaluator.revert()
+            if fresh:
+                evaluator.revert()
             continue
-        evaluator.commit()
+        evaluator.commit() if fresh else evaluator.move(index, choice, known)
         accepted, current = accepted + 1, proposed
         if _better(current, best):
-            best, best_assignment = current, tuple(evaluator.assignment)
+            best, best_assignment = current, key
             last_best, last_best_s = proposals, elapsed
-    return ChainResult(name, start, best, best_assignment, proposals, accepted, limits.clock() - began)
+    return ChainResult(name, start, best, best_assignment, proposals, accepted, simulated,
+                       limits.clock() - began)
 
 
 def _better(a: Energy, b: Energy) -> bool:
@@ -311,11 +335,11 @@ def mcmc_search(ctx, space: ChoiceSpace, options: MCMCOptions = MCMCOptions(),
     candidates = initial_candidates(ctx, space, options, np.random.default_rng(seeds.spawn(1)[0]), cap)
     beta, t_ref = _beta(ctx, space, options)
     per_chain_s = options.budget_s / len(candidates) if options.budget_s is not None else None
-    chains = []
+    chains, seen = [], {}
     for (name, assignment), chain_seed in zip(candidates, seeds.spawn(len(candidates))):
         evaluator = EVALUATORS[options.simulation](ctx.model, space, assignment)
         chains.append(run_chain(name, evaluator, cap, beta, _Limits(per_chain_s, options.max_proposals, clock),
-                                np.random.default_rng(chain_seed)))
+                                np.random.default_rng(chain_seed), seen))
     winner = min(chains, key=lambda c: (not c.best.feasible, c.best.time_s if c.best.feasible
                                         else c.best.overflow_bytes))
     return MCMCResult(winner.best_assignment, winner.best, tuple(chains), beta, t_ref, space)
@@ -341,10 +365,12 @@ def mcmc(ctx, space: SpaceOptions = SpaceOptions(), coarsen: bool = False, **kwa
 def _details(result: MCMCResult) -> dict:
     return {"beta_per_s": result.beta, "reference_time_s": result.reference_time_s,
             "space": result.space.description, "space_size": result.space.size,
-            "proposals": result.proposals, "search_time_s": result.search_time_s,
+            "proposals": result.proposals, "simulations": sum(c.simulated for c in result.chains),
+            "search_time_s": result.search_time_s,
             "proposals_per_s": result.proposals_per_s, "feasible": result.best.feasible,
             "chains": [{"start": c.name, "start_time_s": c.start.time_s, "best_time_s": c.best.time_s,
-                        "proposals": c.proposals, "accepted": c.accepted, "elapsed_s": c.elapsed_s}
+                        "proposals": c.proposals, "accepted": c.accepted, "simulated": c.simulated,
+                        "elapsed_s": c.elapsed_s}
                        for c in result.chains]}
 
 

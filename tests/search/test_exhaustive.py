@@ -49,17 +49,20 @@ def test_every_bound_is_below_every_completion(small):
     """Walk random paths; each child's bound must not exceed the simulated time of any completion."""
     ctx, space, times = small
     search_ = BranchAndBound(ctx, space, float("inf"), (0, 0), float("inf"))
+    first, second = search_.order
     rng = np.random.default_rng(0)
     for _ in range(40):
         search_.reset()
         busy, resident = search_.start()
         kids = search_.children(0, busy, resident, float("inf"))
         node = kids[int(rng.integers(len(kids)))]
-        completions = [t for a, (t, _) in times.items() if a[0] == node.choice]
+        completions = [t for a, (t, _) in times.items() if a[first] == node.choice]
         assert node.lb <= min(completions) * (1 + 1e-12)
         search_.enter(0, node)
         for leaf in search_.children(1, node.busy, node.resident, float("inf")):
-            assert leaf.lb <= times[(node.choice, leaf.choice)][0] * (1 + 1e-12)
+            assignment = [0, 0]
+            assignment[first], assignment[second] = node.choice, leaf.choice
+            assert leaf.lb <= times[tuple(assignment)][0] * (1 + 1e-12)
         search_.leave(0, node)
 
 
