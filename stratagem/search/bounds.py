@@ -157,6 +157,41 @@ class Bounds:
                     self.fbu_min[i] = np.minimum(self.fbu_min[i], self._fbu(op, config))
         self._delays: dict[tuple, tuple[float, float]] = {}
         self._sync: dict[tuple, np.ndarray] = {}
+        self.incident: list[list[int]] = [[] for _ in range(n)]
+        for k, e in enumerate(self.model.edges()):
+            for end in {e.src_op, e.dst_op} - {None}:
+                self.incident[self.op_index[end]].append(k)
+        self.reset()
+
+    # ---- the partial strategy ----------------------------------------------------------------
+    def reset(self) -> None:
+        """Nothing fixed: every op at its minima, no edge chains."""
+        n, num_edges = len(self.ops), len(self.model.edges())
+        self.fbu = self.fbu_min.copy()
+        self.configs: dict = {}
+        self.on = np.zeros((n, self.num_devices), dtype=bool)
+        self.forward_delay, self.backward_delay = np.zeros(num_edges), np.zeros(num_edges)
+
+    def fix(self, v: int, choice: int) -> None:
+        """Fix variable v's ops to its choice: their rows, devices and now-complete edges."""
+        var = self.space.variables[v]
+        for op, config in zip(var.ops, var.choices[choice]):
+            i = self.op_index[op]
+            self.configs[op] = config
+            self.fbu[i] = self._fbu(op, config)
+            self.on[i, config.first_device:config.first_device + config.num_devices] = True
+        for op in var.ops:
+            for k in self.incident[self.op_index[op]]:
+                self.forward_delay[k], self.backward_delay[k] = self.delays(k, self.configs)
+
+    def unfix(self, v: int) -> None:
+        for op in self.space.variables[v].ops:
+            i = self.op_index[op]
+            del self.configs[op]
+            self.fbu[i] = self.fbu_min[i]
+            self.on[i] = False
+            self.forward_delay[self.incident[i]] = 0.0
+            self.backward_delay[self.incident[i]] = 0.0
 
     def _fbu(self, op: str, config) -> np.ndarray:
         """Per device: forward, backward, update, and the gradient-sync chain's duration."""
@@ -179,60 +214,65 @@ class Bounds:
         return found
 
     # ---- the bounds ---------------------------------------------------------------------------
-    def evaluate(self, fbu: np.ndarray, configs) -> float:
-        """The path, device and sync bounds together (the busy and work bounds are the caller's,
-        kept incrementally)."""
+    def evaluate(self, enough: float = float("inf")) -> float:
+        """The path, device and sync bounds of the partial strategy (the busy and work bounds
+        are the caller's, kept incrementally), cheapest first, stopping once one reaches
+        `enough` (a caller's incumbent: more would not change its decision)."""
         heads = np.zeros(len(self.ops))
-        return max(self.path(fbu, configs, heads), self.device_chains(fbu, configs, heads),
-                   self.sync_queues(fbu, configs, heads))
+        bound = self.path(heads)
+        if bound < enough:
+            bound = max(bound, self.device_chains(heads))
+        if bound < enough:
+            bound = max(bound, self.sync_queues(heads))
+        return bound
 
-    def path(self, fbu: np.ndarray, configs, heads: np.ndarray | None = None) -> float:
-        """Longest chain of dependent tasks for per-op (f, b, u, sync) rows in graph order; edges
-        with both ends fixed add their re-scheduling chains. Writes into `heads` a lower bound
-        on the start of each op's sync chain."""
+    def path(self, heads: np.ndarray | None = None) -> float:
+        """Longest chain of dependent tasks; edges with both ends fixed add their re-scheduling
+        chains. Writes into `heads` a lower bound on the start of each op's sync chain."""
+        fbu, fwd, bwd = self.fbu, self.forward_delay, self.backward_delay
         n = len(self.ops)
         ends, back = [0.0] * n, [0.0] * n
         for o in range(n):
-            ready = max((self.delays(k, configs)[0] for k in self.in_start[o]), default=0.0)
+            ready = max((fwd[k] for k in self.in_start[o]), default=0.0)
             for k, p in self.in_act[o]:
-                ready = max(ready, ends[p] + self.delays(k, configs)[0])
+                ready = max(ready, ends[p] + fwd[k])
             ends[o] = fbu[o, 0] + ready
         longest = 0.0
         for o in reversed(range(n)):
             ready = ends[o]
             for k, q in self.out_act[o]:
-                ready = max(ready, back[q] + self.delays(k, configs)[1])
+                ready = max(ready, back[q] + bwd[k])
             back[o] = fbu[o, 1] + ready
-            synced = max([back[o]] + [back[q] + self.delays(k, configs)[1] for k, q in self.owned[o]])
+            synced = max([back[o]] + [back[q] + bwd[k] for k, q in self.owned[o]])
             longest = max(longest, synced + fbu[o, 3] + fbu[o, 2])
             if heads is not None:
                 heads[o] = max(heads[o], synced)
         return longest
 
-    def device_chains(self, fbu: np.ndarray, configs, heads: np.ndarray | None = None) -> float:
+    def device_chains(self, heads: np.ndarray | None = None) -> float:
         """The device bound: per device d, the tasks on d that B(o, d) transitively waits for
         through ops fixed on d, serialized on d, then o's sync and update (module docstring).
         Writes the end of B(o, .) it implies into `heads` (a sync chain starts after it)."""
-        fixed = [i for i, op in enumerate(self.ops) if op in configs]
         best = 0.0
         for d in range(self.num_devices):
-            on_d = [i for i in fixed if d in configs[self.ops[i]].devices]
-            if on_d:
-                waited = self._chain_on(on_d, fbu)
-                rows = fbu[on_d]
+            on_d = np.flatnonzero(self.on[:, d])
+            if len(on_d):
+                waited = self._chain_on(on_d.tolist())
+                rows = self.fbu[on_d]
                 best = max(best, float((waited + rows[:, 3] + rows[:, 2]).max()))
                 if heads is not None:
                     heads[on_d] = np.maximum(heads[on_d], waited)
         return best
 
-    def sync_queues(self, fbu: np.ndarray, configs, heads: np.ndarray) -> float:
+    def sync_queues(self, heads: np.ndarray) -> float:
         """The sync bound: on each link, the sync chains of fixed ops that start at or after h
         run one at a time, and the last one's update follows (module docstring)."""
-        ops = [i for i, op in enumerate(self.ops) if op in configs and fbu[i, 3] > 0]
+        fbu = self.fbu
+        ops = [i for i, op in enumerate(self.ops) if op in self.configs and fbu[i, 3] > 0]
         if not ops:
             return 0.0
         ops.sort(key=lambda i: -heads[i])
-        durations = np.array([self.sync_busy(self.ops[i], configs[self.ops[i]]) for i in ops])
+        durations = np.array([self.sync_busy(self.ops[i], self.configs[self.ops[i]]) for i in ops])
         tails = np.where(durations > 0, fbu[ops, 2][:, None], np.inf)
         finish = np.cumsum(durations, axis=0) + np.minimum.accumulate(tails, axis=0)
         finish = np.where(np.isfinite(finish), finish, 0.0)
@@ -247,7 +287,7 @@ class Bounds:
                 found[list(self.sim.step_resources(step))] += step.time_s
         return found
 
-    def _chain_on(self, on_d: list[int], fbu: np.ndarray) -> np.ndarray:
+    def _chain_on(self, on_d: list[int]) -> np.ndarray:
         local = {o: i for i, o in enumerate(on_d)}
         m = len(on_d)
         anc = np.eye(m, dtype=bool)
@@ -261,19 +301,8 @@ class Bounds:
                 if q in local:
                     up[i] |= up[local[q]]
                     desc[i] |= desc[local[q]]
-        rows = fbu[on_d]
+        rows = self.fbu[on_d]
         return up.astype(float) @ rows[:, 0] + desc.astype(float) @ rows[:, 1]
-
-    def fix(self, fbu: np.ndarray, v: int, choice: int) -> None:
-        """Write variable v's choice into per-op rows."""
-        var = self.space.variables[v]
-        for op, config in zip(var.ops, var.choices[choice]):
-            fbu[self.op_index[op]] = self._fbu(op, config)
-
-    def unfix(self, fbu: np.ndarray, v: int) -> None:
-        for op in self.space.variables[v].ops:
-            i = self.op_index[op]
-            fbu[i] = self.fbu_min[i]
 
 
 __all__ = ["Bounds"]

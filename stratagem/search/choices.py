@@ -18,6 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from stratagem.errors import ConfigError
 from stratagem.search.coarsen import Group, coarsen
 from stratagem.search.space import member_configs
 from stratagem.space import Configuration, SpaceOptions
@@ -38,6 +39,14 @@ class Variable:
 class ChoiceSpace:
     variables: tuple[Variable, ...]
     description: str = ""
+
+    def __post_init__(self) -> None:
+        empty = [v.name for v in self.variables if not v.choices]
+        if empty:
+            raise ConfigError("the space leaves ops without a configuration",
+                              expected="at least one configuration per op",
+                              got=f"none for {empty[:5]} ({self.description})",
+                              hint="Allow replication or fewer devices in the SpaceOptions")
 
     @property
     def size(self) -> float:

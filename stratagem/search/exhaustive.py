@@ -1,31 +1,37 @@
 """Exhaustive search: the exact least simulated iteration time (FlexFlow §8.3: DFS with A* pruning).
 
-Depth-first branch and bound over the variables of a `ChoiceSpace`, those whose choices differ
-most in their own resource time first (`BranchAndBound._order`):
+Depth-first branch and bound over the variables of a `ChoiceSpace` in graph order
+(`BranchAndBound._order`):
 
     ub = best simulated time of the incumbents (data parallel, expert, a short MCMC), fitting
-    dfs(i, partial):                                                          `BranchAndBound.dfs`
-        if i == V: simulate partial (delta simulation from the previous leaf); if it fits the
-                   memory cap and beats ub, it is the new incumbent              `BranchAndBound.leaf`
-        for each choice c of variable i, in order of its lower bound:         `BranchAndBound.children`
+    dfs(i, partial):                                                     `BranchAndBound.dfs`
+        if i == V: simulate partial (delta simulation from the previous leaf); if it fits
+                   the memory cap and beats ub, it is the new incumbent  `BranchAndBound.leaf`
+        for each choice c of variable i, in order of its cheap bound: `BranchAndBound.children`
             skip c if the resident bytes on some device exceed the cap (no completion fits)
-            skip c if LB(partial + c) >= ub (no completion is faster)          `search.bounds`
-            dfs(i + 1, partial + c)
+            skip c if the busy or work bound of partial + c is >= ub (no completion is faster)
+            skip c if the path, device or sync bound is >= ub       `BranchAndBound.admit`
+            dfs(i + 1, partial + c)                     (bounds and proofs: `search.bounds`)
 
 Every strategy not visited was cut by a bound that holds for all its completions, so the result
 is the minimum over the whole space of the strategies that fit (memory-infeasible ones excluded).
 
-Before searching, Knuth's estimator (random root-to-leaf probes through the same pruned tree,
-each probe's product of branching factors an unbiased estimate of the nodes per depth) predicts
-the work under the incumbent's bound; the tree actually searched is a subtree of it (ub only
-falls). When the predicted time exceeds max_time_s the search refuses with the estimate
-(`ExhaustiveTooLarge`).
+Refusing what it cannot finish (`ExhaustiveTooLarge`, with an estimate), in two stages:
+  before    Knuth's estimator (random root-to-leaf probes through the same pruned tree, each
+            probe's product of branching factors an unbiased estimate of the nodes per depth)
+            predicts the work under the incumbent's bound; the tree actually searched is a
+            subtree of it (ub only falls). Its variance is large, so it refuses only when the
+            prediction exceeds max_time_s ten times (`BranchAndBound.estimate`).
+  during    the search stops at max_time_s and reports the share of the tree behind its
+            position, counting sibling subtrees as equal, and the total time that implies
+            (`BranchAndBound.fraction_done`).
 
 kwargs of `exhaustive` (and of `search(..., algorithm="exhaustive")`):
     space=SpaceOptions()     configurations (default: FlexFlow's whole SOAP space)
     coarsen=False            one variable per coarsened group instead of per op
-    max_time_s=600.0         refuse spaces predicted to take longer
-    probes=20                Knuth probes for the prediction
+    max_time_s=600.0         give up (with an estimate) after this long, or at once when Knuth's
+                             estimate is ten times longer
+    probes=20                Knuth probes for the prediction (0: no prediction)
     incumbent_proposals=200  MCMC proposals per candidate for the first incumbent (0: none)
     memory_cap_bytes=None    None: `device_memory_cap(ctx)`
     seed=0                   the probes' and the incumbent MCMC's randomness
@@ -34,6 +40,7 @@ kwargs of `exhaustive` (and of `search(..., algorithm="exhaustive")`):
 from __future__ import annotations
 
 import time
+from collections import ChainMap
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,6 +54,7 @@ from stratagem.sim.builder import Simulation
 from stratagem.space import SpaceOptions
 
 SLACK = 1e-9          # a bound within this relative distance of ub does not prune (rounding)
+HOPELESS = 10.0       # refuse without trying when Knuth's estimate exceeds max_time_s this many times
 
 
 class ExhaustiveTooLarge(StratagemError):
@@ -103,24 +111,27 @@ class BranchAndBound:
         self.reset()
 
     def _order(self) -> list[int]:
-        """Variables with one choice first (fixed once, on the single path through them), then
-        in decreasing spread of their own resource time over their choices: the decisions that
-        matter most come first, where a bound cuts the largest subtrees."""
-        spread = [max(float(b.max()) for b in own) - min(float(b.max()) for b in own) for own in self.bounds.own]
-        return sorted(range(len(spread)), key=lambda v: (len(self.bounds.own[v]) > 1, -spread[v], v))
+        """Variables with one choice first (fixed once, on the single path through them), then in
+        graph order, so that edges complete, and their re-scheduling enters the bounds, early.
+        (Ordering by the spread of a variable's own busy time over its choices made LeNet's
+        search 4x slower and RNNLM-2's 1.4x faster: benchmarks/search_optimum.py.)"""
+        return sorted(range(len(self.space.variables)),
+                      key=lambda v: (self.space.variables[v].num_choices > 1, v))
 
-    def reset(self) -> None:
+    def reset(self, deadline: float = float("inf")) -> None:
         n = len(self.space.variables)
+        self.deadline = deadline
+        self.progress: list[list[int]] = []
         self.assignment = [0] * n
-        self.configs: dict = {}
         self.pending: dict = {}
-        self.fbu = self.bounds.fbu_min.copy()
+        self.bounds.reset()
         self.work = 0.0
         self.nodes = self.leaves = 0
 
     # ---- one level ----------------------------------------------------------------------------
     def children(self, i: int, busy: np.ndarray, resident: np.ndarray, ub: float) -> list[_Node]:
-        """The choices of the variable at depth i that no bound cuts, best bound first."""
+        """The choices of the variable at depth i that the memory, busy and work bounds keep,
+        best bound first (the costlier bounds come in `admit`, for the children visited)."""
         v = self.order[i]
         var, b = self.space.variables[v], self.bounds
         out = []
@@ -128,52 +139,62 @@ class BranchAndBound:
             res = resident + b.resident_bytes[v][c]
             if res[:self.num_devices].max() > self.cap:
                 continue
-            self.configs.update(zip(var.ops, choice))
+            configs = ChainMap(dict(zip(var.ops, choice)), b.configs)
             new_busy = busy + b.own[v][c]
             for k in self.crossing[i]:
-                new_busy = new_busy + b.edge_busy(k, self.configs)
+                new_busy = new_busy + b.edge_busy(k, configs)
             work = (self.work + b.work_by_choice[v][c] + self.rest_work[i]) / self.num_devices
             lb = max(float(new_busy.max()), work)
             if lb * (1 - SLACK) < ub:
-                b.fix(self.fbu, v, c)
-                lb = max(lb, b.evaluate(self.fbu, self.configs))
-                b.unfix(self.fbu, v)
-            if lb * (1 - SLACK) < ub:
                 out.append(_Node(lb, c, new_busy, res))
-        for op in var.ops:
-            self.configs.pop(op, None)
         out.sort(key=lambda node: (node.lb, node.choice))
         return out
+
+    def admit(self, node: _Node, ub: float) -> bool:
+        """After `enter`: whether the path, device and sync bounds keep the node too."""
+        node.lb = max(node.lb, self.bounds.evaluate(enough=ub / (1 - SLACK)))
+        return node.lb * (1 - SLACK) < ub
 
     def enter(self, i: int, node: _Node) -> None:
         v = self.order[i]
         var = self.space.variables[v]
-        choice = var.choices[node.choice]
         self.assignment[v] = node.choice
-        self.configs.update(zip(var.ops, choice))
-        self.pending.update(zip(var.ops, choice))
-        self.bounds.fix(self.fbu, v, node.choice)
+        self.pending.update(zip(var.ops, var.choices[node.choice]))
+        self.bounds.fix(v, node.choice)
         self.work += self.bounds.work_by_choice[v][node.choice]
 
     def leave(self, i: int, node: _Node) -> None:
         v = self.order[i]
-        for op in self.space.variables[v].ops:
-            del self.configs[op]
-        self.bounds.unfix(self.fbu, v)
+        self.bounds.unfix(v)
         self.work -= self.bounds.work_by_choice[v][node.choice]
 
     # ---- the search ---------------------------------------------------------------------------
     def dfs(self, i: int, busy: np.ndarray, resident: np.ndarray) -> None:
         self.nodes += 1
+        if time.perf_counter() > self.deadline:
+            raise _OutOfTime
         if i == len(self.space.variables):
             self.leaf()
             return
-        for node in self.children(i, busy, resident, self.ub):
+        kids = self.children(i, busy, resident, self.ub)
+        self.progress.append([0, len(kids)])
+        for node in kids:
             if node.lb * (1 - SLACK) >= self.ub:
                 break
             self.enter(i, node)
-            self.dfs(i + 1, node.busy, node.resident)
+            if self.admit(node, self.ub):
+                self.dfs(i + 1, node.busy, node.resident)
             self.leave(i, node)
+            self.progress[-1][0] += 1
+        self.progress.pop()
+
+    def fraction_done(self) -> float:
+        """Share of the tree behind the DFS position, counting sibling subtrees as equal."""
+        done, weight = 0.0, 1.0
+        for finished, siblings in self.progress:
+            done += weight * finished / siblings
+            weight /= siblings
+        return done
 
     def leaf(self) -> None:
         self.leaves += 1
@@ -188,6 +209,8 @@ class BranchAndBound:
     # ---- Knuth's estimate -----------------------------------------------------------------------
     def estimate(self, probes: int, rng: np.random.Generator, seconds_per_leaf: float,
                  give_up_s: float) -> Estimate:
+        if probes < 1:
+            return Estimate(float("nan"), float("nan"), float("nan"))
         began = time.perf_counter()
         leaves, evaluations, evaluated = [], [], 0
         for _ in range(probes):
@@ -202,6 +225,12 @@ class BranchAndBound:
         return Estimate(mean_leaves, mean_evaluations,
                         mean_leaves * seconds_per_leaf + mean_evaluations * per_evaluation)
 
+    def _admitted(self, i: int, node: _Node) -> bool:
+        self.enter(i, node)
+        kept = self.admit(node, self.ub)
+        self.leave(i, node)
+        return kept
+
     def _probe(self, rng: np.random.Generator) -> tuple[float, float, int]:
         """One random walk down the pruned tree: (leaves estimate, bound evaluations estimate,
         bound evaluations done)."""
@@ -212,7 +241,7 @@ class BranchAndBound:
             var = self.space.variables[v]
             expected += width * var.num_choices
             done += var.num_choices
-            kids = self.children(i, busy, resident, self.ub)
+            kids = [kid for kid in self.children(i, busy, resident, self.ub) if self._admitted(i, kid)]
             if not kids:
                 width = 0.0
                 break
@@ -239,6 +268,10 @@ def _incumbent(ctx, space: ChoiceSpace, cap: float, proposals: int, seed: int) -
     return result.assignment, float("inf"), per_leaf
 
 
+class _OutOfTime(Exception):
+    pass
+
+
 def exhaustive_search(ctx, space: ChoiceSpace, max_time_s: float = 600.0, probes: int = 20,
                       incumbent_proposals: int = 200, memory_cap_bytes: float | None = None,
                       seed: int = 0) -> ExhaustiveResult:
@@ -247,17 +280,19 @@ def exhaustive_search(ctx, space: ChoiceSpace, max_time_s: float = 600.0, probes
     assignment, ub, per_leaf = _incumbent(ctx, space, cap, incumbent_proposals, seed)
     search = BranchAndBound(ctx, space, cap, assignment, ub)
     estimate = search.estimate(probes, np.random.default_rng(seed), per_leaf, give_up_s=1e3 * max_time_s)
-    if estimate.seconds > max_time_s:
-        raise ExhaustiveTooLarge(
-            "exhaustive search would take too long", expected=f"an estimated search time <= {max_time_s:g} s",
-            got=f"about {estimate.seconds:.3g} s ({estimate.leaves:.3g} strategies to simulate after "
-                f"pruning, {estimate.bound_evaluations:.3g} bound evaluations) over a space of "
-                f"{space.size:.3g} strategies ({space.description})",
-            hint="Restrict the space (space=SpaceOptions(allow_fewer_devices=False, max_axes=2), "
-                 "coarsen=True), raise max_time_s, or use algorithm='mcmc'")
+    if estimate.seconds > HOPELESS * max_time_s:
+        raise _too_large(space, max_time_s, f"about {estimate.seconds:.3g} s ({estimate.leaves:.3g} strategies "
+                         f"to simulate after pruning, {estimate.bound_evaluations:.3g} bound evaluations, "
+                         f"Knuth's estimate)")
     began = time.perf_counter()
-    search.reset()
-    search.dfs(0, *search.start())
+    search.reset(deadline=began + max_time_s)
+    try:
+        search.dfs(0, *search.start())
+    except _OutOfTime:
+        done = search.fraction_done()
+        total = f"{max_time_s / done:.3g} s" if done > 0 else "far more"
+        raise _too_large(space, max_time_s, f"{done:.2%} of the pruned tree in {max_time_s:g} s, so about "
+                         f"{total} in all ({search.leaves} strategies simulated)") from None
     if not np.isfinite(search.ub):
         from stratagem.search.planner import NothingFits
         raise NothingFits("no strategy in the space fits the memory cap", expected=f"peak <= {cap / 2**30:.2f} GiB",
@@ -267,6 +302,14 @@ def exhaustive_search(ctx, space: ChoiceSpace, max_time_s: float = 600.0, probes
         peak = Simulation(ctx.model, space.strategy(search.best)).run().peak_memory_bytes
     return ExhaustiveResult(search.best, search.ub, peak, search.nodes, search.leaves,
                             time.perf_counter() - began, estimate, space)
+
+
+def _too_large(space: ChoiceSpace, max_time_s: float, got: str) -> ExhaustiveTooLarge:
+    return ExhaustiveTooLarge(
+        "exhaustive search cannot finish in time", expected=f"a search time <= max_time_s = {max_time_s:g} s",
+        got=f"{got}, over a space of {space.size:.3g} strategies ({space.description})",
+        hint="Restrict the space (space=SpaceOptions(allow_fewer_devices=False, max_axes=2), "
+             "coarsen=True), raise max_time_s, or use algorithm='mcmc'")
 
 
 def exhaustive(ctx, space: SpaceOptions = SpaceOptions(), coarsen: bool = False, **kwargs) -> Plan:

@@ -208,6 +208,7 @@ class ChainResult:
     accepted: int
     simulated: int                # proposals that needed a simulation (the rest were cached)
     elapsed_s: float
+    best_at_s: float              # when the chain found its best (seconds into the chain)
 
 
 def _propose(space: ChoiceSpace, movable: Sequence[int], assignment: Sequence[int],
@@ -252,7 +253,7 @@ def run_chain(name: str, evaluator, cap_bytes: float, beta: float, limits: _Limi
             best, best_assignment = current, key
             last_best, last_best_s = proposals, elapsed
     return ChainResult(name, start, best, best_assignment, proposals, accepted, simulated,
-                       limits.clock() - began)
+                       limits.clock() - began, last_best_s)
 
 
 def _better(a: Energy, b: Energy) -> bool:
@@ -323,6 +324,16 @@ class MCMCResult:
         return sum(c.elapsed_s for c in self.chains)
 
     @property
+    def time_to_best_s(self) -> float:
+        """Search time until the winning strategy was first found (chains run one after another)."""
+        spent = 0.0
+        for chain in self.chains:
+            if chain.best == self.best and chain.best_assignment == self.assignment:
+                return spent + chain.best_at_s
+            spent += chain.elapsed_s
+        return spent
+
+    @property
     def proposals_per_s(self) -> float:
         return self.proposals / self.search_time_s if self.search_time_s > 0 else float("nan")
 
@@ -368,6 +379,7 @@ def _details(result: MCMCResult) -> dict:
             "proposals": result.proposals, "simulations": sum(c.simulated for c in result.chains),
             "search_time_s": result.search_time_s,
             "proposals_per_s": result.proposals_per_s, "feasible": result.best.feasible,
+            "time_to_best_s": result.time_to_best_s,
             "chains": [{"start": c.name, "start_time_s": c.start.time_s, "best_time_s": c.best.time_s,
                         "proposals": c.proposals, "accepted": c.accepted, "simulated": c.simulated,
                         "elapsed_s": c.elapsed_s}

@@ -46,7 +46,8 @@ def test_equals_enumeration_over_coarsened_groups():
 
 
 def test_every_bound_is_below_every_completion(small):
-    """Walk random paths; each child's bound must not exceed the simulated time of any completion."""
+    """Walk random paths; each child's bound (cheap, then full) must not exceed the simulated
+    time of any of its completions."""
     ctx, space, times = small
     search_ = BranchAndBound(ctx, space, float("inf"), (0, 0), float("inf"))
     first, second = search_.order
@@ -56,21 +57,31 @@ def test_every_bound_is_below_every_completion(small):
         busy, resident = search_.start()
         kids = search_.children(0, busy, resident, float("inf"))
         node = kids[int(rng.integers(len(kids)))]
+        search_.enter(0, node)
+        assert search_.admit(node, float("inf"))
         completions = [t for a, (t, _) in times.items() if a[first] == node.choice]
         assert node.lb <= min(completions) * (1 + 1e-12)
-        search_.enter(0, node)
         for leaf in search_.children(1, node.busy, node.resident, float("inf")):
+            search_.enter(1, leaf)
+            search_.admit(leaf, float("inf"))
+            search_.leave(1, leaf)
             assignment = [0, 0]
             assignment[first], assignment[second] = node.choice, leaf.choice
             assert leaf.lb <= times[tuple(assignment)][0] * (1 + 1e-12)
         search_.leave(0, node)
 
 
-def test_refuses_a_space_it_cannot_finish_with_an_estimate():
+def test_refuses_a_hopeless_space_at_once_with_an_estimate():
     ctx = context(chain(12), "p100-4x4", devices=4)
     with pytest.raises(ExhaustiveTooLarge, match=r"about .* s \(.* strategies to simulate") as error:
-        exhaustive_search(ctx, build_space(ctx), max_time_s=1.0, probes=3, incumbent_proposals=20)
+        exhaustive_search(ctx, build_space(ctx), max_time_s=0.1, probes=3, incumbent_proposals=20)
     assert "algorithm='mcmc'" in str(error.value)
+
+
+def test_gives_up_at_max_time_with_the_share_done(small):
+    ctx, space, _ = small
+    with pytest.raises(ExhaustiveTooLarge, match=r"of the pruned tree in 1e-06 s, so about"):
+        exhaustive_search(ctx, space, max_time_s=1e-6, probes=0, incumbent_proposals=0)
 
 
 def test_search_dispatches_exhaustive(small):
