@@ -50,8 +50,13 @@ class ChoiceSpace:
 
     @property
     def size(self) -> float:
-        """Number of strategies (a float: it overflows nothing)."""
+        """Number of strategies (a float; inf beyond 1e308, see `size_text`)."""
         return math.prod(float(v.num_choices) for v in self.variables)
+
+    @property
+    def size_text(self) -> str:
+        log10 = sum(math.log10(v.num_choices) for v in self.variables)
+        return f"{self.size:.3g}" if log10 < 300 else f"1e{log10:.0f}"
 
     def strategy(self, assignment: Sequence[int]) -> dict[str, Configuration]:
         out: dict[str, Configuration] = {}

@@ -208,22 +208,25 @@ class BranchAndBound:
 
     # ---- Knuth's estimate -----------------------------------------------------------------------
     def estimate(self, probes: int, rng: np.random.Generator, seconds_per_leaf: float,
-                 give_up_s: float) -> Estimate:
+                 give_up_s: float, time_limit_s: float = float("inf")) -> Estimate:
+        """Knuth's estimate from up to `probes` probes, stopping early once the estimate passes
+        give_up_s or the probes have taken time_limit_s (a probe cut short gives a lower bound:
+        the evaluations its partial walk already implies)."""
         if probes < 1:
             return Estimate(float("nan"), float("nan"), float("nan"))
         began = time.perf_counter()
         leaves, evaluations, evaluated = [], [], 0
         for _ in range(probes):
-            width, expected, done = self._probe(rng)
-            leaves.append(width)
+            width, expected, done, finished = self._probe(rng, began + time_limit_s)
+            leaves.append(width if finished else float("nan"))
             evaluations.append(expected)
             evaluated += done
-            if np.mean(leaves) * seconds_per_leaf > give_up_s:
+            if not finished or np.mean(leaves) * seconds_per_leaf > give_up_s:
                 break
         per_evaluation = (time.perf_counter() - began) / max(1, evaluated)
         mean_leaves, mean_evaluations = float(np.mean(leaves)), float(np.mean(evaluations))
-        return Estimate(mean_leaves, mean_evaluations,
-                        mean_leaves * seconds_per_leaf + mean_evaluations * per_evaluation)
+        seconds = mean_evaluations * per_evaluation + (mean_leaves * seconds_per_leaf if finished else 0.0)
+        return Estimate(mean_leaves, mean_evaluations, seconds)
 
     def _admitted(self, i: int, node: _Node) -> bool:
         self.enter(i, node)
@@ -231,13 +234,16 @@ class BranchAndBound:
         self.leave(i, node)
         return kept
 
-    def _probe(self, rng: np.random.Generator) -> tuple[float, float, int]:
+    def _probe(self, rng: np.random.Generator, deadline: float) -> tuple[float, float, int, bool]:
         """One random walk down the pruned tree: (leaves estimate, bound evaluations estimate,
-        bound evaluations done)."""
+        bound evaluations done, whether it reached the bottom before the deadline)."""
         self.reset()
         busy, resident = self.start()
-        width, expected, done, path = 1.0, 0.0, 0, []
+        width, expected, done, path, finished = 1.0, 0.0, 0, [], True
         for i, v in enumerate(self.order):
+            if time.perf_counter() > deadline:
+                finished = False
+                break
             var = self.space.variables[v]
             expected += width * var.num_choices
             done += var.num_choices
@@ -253,7 +259,7 @@ class BranchAndBound:
         for i, node in reversed(path):
             self.leave(i, node)
         self.reset()
-        return width, expected, done
+        return width, expected, done, finished
 
 
 def _incumbent(ctx, space: ChoiceSpace, cap: float, proposals: int, seed: int) -> tuple[tuple[int, ...], float, float]:
@@ -279,7 +285,12 @@ def exhaustive_search(ctx, space: ChoiceSpace, max_time_s: float = 600.0, probes
     cap = memory_cap_bytes if memory_cap_bytes is not None else device_memory_cap(ctx)
     assignment, ub, per_leaf = _incumbent(ctx, space, cap, incumbent_proposals, seed)
     search = BranchAndBound(ctx, space, cap, assignment, ub)
-    estimate = search.estimate(probes, np.random.default_rng(seed), per_leaf, give_up_s=1e3 * max_time_s)
+    estimate = search.estimate(probes, np.random.default_rng(seed), per_leaf, give_up_s=1e3 * max_time_s,
+                               time_limit_s=max_time_s / 4)
+    if np.isnan(estimate.leaves) and not np.isnan(estimate.seconds):
+        raise _too_large(space, max_time_s, f"at least {estimate.seconds:.3g} s: a single random walk down the "
+                         f"pruned tree did not finish in {max_time_s / 4:g} s and implies "
+                         f"{estimate.bound_evaluations:.3g} bound evaluations (Knuth's estimate)")
     if estimate.seconds > HOPELESS * max_time_s:
         raise _too_large(space, max_time_s, f"about {estimate.seconds:.3g} s ({estimate.leaves:.3g} strategies "
                          f"to simulate after pruning, {estimate.bound_evaluations:.3g} bound evaluations, "
@@ -307,7 +318,7 @@ def exhaustive_search(ctx, space: ChoiceSpace, max_time_s: float = 600.0, probes
 def _too_large(space: ChoiceSpace, max_time_s: float, got: str) -> ExhaustiveTooLarge:
     return ExhaustiveTooLarge(
         "exhaustive search cannot finish in time", expected=f"a search time <= max_time_s = {max_time_s:g} s",
-        got=f"{got}, over a space of {space.size:.3g} strategies ({space.description})",
+        got=f"{got}, over a space of {space.size_text} strategies ({space.description})",
         hint="Restrict the space (space=SpaceOptions(allow_fewer_devices=False, max_axes=2), "
              "coarsen=True), raise max_time_s, or use algorithm='mcmc'")
 
