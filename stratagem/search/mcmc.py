@@ -54,6 +54,7 @@ import numpy as np
 from stratagem.errors import ConfigError
 from stratagem.plan import Plan
 from stratagem.search.choices import ChoiceSpace, group_space, op_space
+from stratagem.search.evaluators import EVALUATORS, DeltaEvaluator, FullEvaluator
 from stratagem.sim.builder import Simulation
 from stratagem.space import SpaceOptions
 
@@ -109,78 +110,6 @@ def accept(current: Energy, proposed: Energy, beta: float, u: float) -> bool:
     if not proposed.feasible:
         return False
     return u < math.exp(min(0.0, beta * (current.time_s - proposed.time_s)))
-
-
-# ---- evaluating proposals -------------------------------------------------------------------------
-
-class DeltaEvaluator:
-    """One simulation kept in step with the chain; a rejected proposal is undone by delta too."""
-
-    def __init__(self, model, space: ChoiceSpace, assignment: Sequence[int]):
-        self.space, self.assignment = space, list(assignment)
-        self.sim = Simulation(model, space.strategy(assignment))
-        self.sim.run()
-        self._undo: tuple[int, int] | None = None
-
-    def current(self) -> tuple[float, float]:
-        return self.sim.summary()
-
-    def propose(self, index: int, choice: int) -> tuple[float, float]:
-        self._undo = (index, self.assignment[index])
-        self.assignment[index] = choice
-        return self.sim.change_many(self.space.changes(index, choice))
-
-    def commit(self) -> None:
-        self._undo = None
-
-    def revert(self) -> None:
-        index, choice = self._undo
-        self.assignment[index] = choice
-        self.sim.change_many(self.space.changes(index, choice))
-        self._undo = None
-
-    def move(self, index: int, choice: int, known: tuple[float, float]) -> None:
-        """Go to a neighbour whose cost is already known."""
-        self.assignment[index] = choice
-        self.sim.change_many(self.space.changes(index, choice))
-
-
-class FullEvaluator:
-    """Every proposal simulated from scratch (FlexFlow's full simulation, Table 5)."""
-
-    def __init__(self, model, space: ChoiceSpace, assignment: Sequence[int]):
-        self.model, self.space, self.assignment = model, space, list(assignment)
-        self._undo: tuple[int, int] | None = None
-        self._current = self._proposed = self._simulate()
-
-    def _simulate(self) -> tuple[float, float]:
-        sim = Simulation(self.model, self.space.strategy(self.assignment))
-        sim.store.simulate()
-        return sim.summary()
-
-    def current(self) -> tuple[float, float]:
-        return self._current
-
-    def propose(self, index: int, choice: int) -> tuple[float, float]:
-        self._undo = (index, self.assignment[index])
-        self.assignment[index] = choice
-        self._proposed = self._simulate()
-        return self._proposed
-
-    def commit(self) -> None:
-        self._current, self._undo = self._proposed, None
-
-    def revert(self) -> None:
-        index, choice = self._undo
-        self.assignment[index] = choice
-        self._undo = None
-
-    def move(self, index: int, choice: int, known: tuple[float, float]) -> None:
-        self.assignment[index] = choice
-        self._current = known
-
-
-EVALUATORS = {"delta": DeltaEvaluator, "full": FullEvaluator}
 
 
 # ---- one chain ------------------------------------------------------------------------------------
@@ -370,6 +299,13 @@ def mcmc(ctx, space: SpaceOptions = SpaceOptions(), coarsen: bool = False, **kwa
     if "initial" in kwargs:
         kwargs["initial"] = tuple(kwargs["initial"])
     result = mcmc_search(ctx, build_space(ctx, space, coarsen), MCMCOptions(**kwargs))
+    if not result.best.feasible:
+        from stratagem.search.planner import NothingFits
+        raise NothingFits("MCMC found no strategy that fits the memory cap",
+                          expected="peak memory within the cap",
+                          got=f"{result.best.overflow_bytes / 2**30:.2f} GiB over it at best after "
+                              f"{result.proposals} proposals",
+                          hint="Give MCMC more budget_s or max_proposals, more devices, or a smaller batch")
     return make_plan(ctx, result.strategy, "mcmc", details=_details(result))
 
 

@@ -78,6 +78,7 @@ class TofuCost:
         self.model, self.graph = model, model.graph
         self._edges: dict[tuple, float] = {}
         self._weights: dict[tuple, float] = {}
+        self._keys = {op.name: analysis_key(self.graph, op) for op in self.graph.ops}
         self.activation_edges = tuple((e.tensor, e.src_op, e.dst_op) for e in model.edges()
                                       if e.src_op is not None and e.tensor in self.graph.producer)
 
@@ -85,10 +86,9 @@ class TofuCost:
     def edge_bytes(self, tensor: str, src_op: str, src: Configuration, dst_op: str, dst: Configuration) -> float:
         """Forward plus backward bytes of one activation tensor between two ops."""
         graph = self.graph
-        p, q = graph.op(src_op), graph.op(dst_op)
-        index = q.inputs.index(tensor)
+        index = graph.op(dst_op).inputs.index(tensor)
         spec = graph.tensors[tensor]
-        key = (analysis_key(graph, p), analysis_key(graph, q), index, spec.shape, spec.dtype, src, dst)
+        key = (self._keys[src_op], self._keys[dst_op], index, spec.shape, spec.dtype, src, dst)
         found = self._edges.get(key)
         if found is None:
             layouts = self.model.layouts
@@ -100,10 +100,9 @@ class TofuCost:
         return found
 
     def weight_bytes(self, tensor: str, reader: str, config: Configuration) -> float:
-        graph = self.graph
-        op, spec = graph.op(reader), graph.tensors[tensor]
-        index = op.inputs.index(tensor)
-        key = (analysis_key(graph, op), index, config)
+        spec = self.graph.tensors[tensor]
+        index = self.graph.op(reader).inputs.index(tensor)
+        key = (self._keys[reader], index, config)
         found = self._weights.get(key)
         if found is None:
             need = self.model.layouts.input_layout(reader, config, index)

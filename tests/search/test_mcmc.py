@@ -12,8 +12,8 @@ from stratagem.search.expert import expert_strategy, is_recurrent, layers
 from stratagem.search.mcmc import (
     Energy, MCMCOptions, accept, build_space, initial_candidates, mcmc_search,
 )
-from stratagem.search.planner import context, search
-from stratagem.space import Configuration, SpaceOptions
+from stratagem.search.planner import NothingFits, context, search
+from stratagem.space import Configuration
 from tests.search.graphs import chain, unrolled
 from tests.search.oracle import best_time, enumerate_times
 
@@ -111,3 +111,9 @@ def test_search_dispatches_mcmc_with_kwargs():
     assert plan.iteration_time_s == pytest.approx(min(c["best_time_s"] for c in plan.details["chains"]))
     with pytest.raises(ConfigError, match="unknown MCMC arguments"):
         search(chain(2), "p100-4x4", algorithm="mcmc", devices=4, budget=1)
+
+
+def test_says_so_when_nothing_fits():
+    with pytest.raises(NothingFits, match="MCMC found no strategy that fits"):
+        search(chain(2), "p100-4x4", algorithm="mcmc", devices=4, budget_s=None, max_proposals=20,
+               memory_cap_bytes=1.0)
