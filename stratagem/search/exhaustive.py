@@ -5,7 +5,7 @@ Depth-first branch and bound over the variables of a `ChoiceSpace` in graph orde
 
     ub = best simulated time of the incumbents (data parallel, expert, a short MCMC), fitting
     dfs(i, partial):                                                     `BranchAndBound.dfs`
-        if i == V: simulate partial (delta simulation from the previous leaf); if it fits
+        if i == V: simulate partial (the previous leaf's task graph, edited); if it fits
                    the memory cap and beats ub, it is the new incumbent  `BranchAndBound.leaf`
         for each choice c of variable i, in order of its cheap bound: `BranchAndBound.children`
             skip c if the resident bytes on some device exceed the cap (no completion fits)
@@ -49,6 +49,7 @@ from stratagem.errors import StratagemError
 from stratagem.plan import Plan
 from stratagem.search.bounds import Bounds
 from stratagem.search.choices import ChoiceSpace
+from stratagem.search.evaluators import REBUILD_EVERY
 from stratagem.search.mcmc import MCMCOptions, build_space, mcmc_search
 from stratagem.sim.builder import Simulation
 from stratagem.space import SpaceOptions
@@ -197,8 +198,16 @@ class BranchAndBound:
         return done
 
     def leaf(self) -> None:
+        """Simulate the complete strategy: the previous leaf's task graph with the ops changed
+        since then rebuilt, re-timed by Algorithm 1 (see `search.evaluators`)."""
         self.leaves += 1
-        time_s, peak = self.sim.change_many(self.pending)
+        store = self.sim.store
+        if self.leaves % REBUILD_EVERY == 0 and store.n > 4 * int(store.alive[:store.n].sum()):
+            self.sim = Simulation(self.sim.model, self.space.strategy(self.assignment))
+            self.sim.run()
+            time_s, peak = self.sim.summary()
+        else:
+            time_s, peak = self.sim.change_many(self.pending, retime="full")
         self.pending.clear()
         if peak <= self.cap and time_s < self.ub:
             self.best, self.ub, self.best_peak = tuple(self.assignment), time_s, peak

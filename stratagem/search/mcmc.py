@@ -1,9 +1,11 @@
 """MCMC search over the SOAP space (FlexFlow §6): Metropolis-Hastings on simulated time.
 
-    cost(S)      simulated iteration time of S; delta simulation (FlexFlow §5.3, Alg. 2) re-times
-                 only what a proposal changes (`DeltaEvaluator`; `FullEvaluator` re-simulates the
-                 whole graph, FlexFlow Table 5's baseline). Costs are cached by strategy across
-                 the chains: a strategy met again costs no simulation (`run_chain`)
+    cost(S)      simulated iteration time of S; a proposal rebuilds only the tasks of the ops it
+                 changes (FlexFlow §5.3's delta task-graph update) and re-times the graph
+                 (`search.evaluators`: by Algorithm 1 by default, or by Algorithm 2, FlexFlow's
+                 delta re-timing; or everything from scratch, Table 5's baseline). Costs are
+                 cached by strategy across the chains: a strategy met again costs no simulation
+                                                                                 `run_chain`
     feasible(S)  simulated peak memory <= the device memory cap (`planner.device_memory_cap`)
     proposal     S* = S with one random variable (an op) given a random other choice: symmetric,
                  q(S*|S) = q(S|S*) = 1 / (V (K_v - 1)), so Eq. 1 is the whole acceptance rule
@@ -38,7 +40,7 @@ kwargs of `mcmc` (and of `search(..., algorithm="mcmc")`):
     num_random=1, ft_points=1             how many random and FT candidates
     space=SpaceOptions()  the configurations proposed (default: the whole SOAP space)
     coarsen=False         walk the coarsened groups (Tofu §5.1) instead of single ops
-    simulation="delta"    or "full" (FlexFlow Table 5's comparison)
+    simulation="incremental"   or "delta" (Algorithm 2 re-timing) or "full" (Table 5's baseline)
     memory_cap_bytes=None the cap; None: `device_memory_cap(ctx)`
 """
 
@@ -71,7 +73,7 @@ class MCMCOptions:
     initial: tuple[str, ...] = ("data-parallel", "expert", "random")
     num_random: int = 1
     ft_points: int = 1
-    simulation: str = "delta"
+    simulation: str = "incremental"
     memory_cap_bytes: float | None = None
 
     def __post_init__(self) -> None:
@@ -82,8 +84,8 @@ class MCMCOptions:
         if unknown or not self.initial:
             raise ConfigError("unknown initial candidates", expected=f"some of {CANDIDATES}",
                               got=repr(self.initial))
-        if self.simulation not in ("delta", "full"):
-            raise ConfigError("unknown simulation mode", expected="'delta' or 'full'",
+        if self.simulation not in EVALUATORS:
+            raise ConfigError("unknown simulation mode", expected=f"one of {sorted(EVALUATORS)}",
                               got=repr(self.simulation))
 
 

@@ -286,11 +286,16 @@ class Simulation:
         self.store.update()
         return self.result()
 
-    def change_many(self, changes: Mapping[str, Configuration]) -> tuple[float, float]:
-        """Several ops at once, one delta simulation: (iteration time, peak memory), cheaply."""
+    def change_many(self, changes: Mapping[str, Configuration], retime: str = "delta") -> tuple[float, float]:
+        """Several ops at once, then one re-timing: (iteration time, peak memory), cheaply.
+        retime "delta": Algorithm 2 from the previous timeline; "full": Algorithm 1 over the
+        edited task graph (the same timeline; faster when a change moves most of it)."""
         for op, config in changes.items():
             self.edit(op, config)
-        self.store.update()
+        if retime == "full":
+            self.store.simulate()
+        else:
+            self.store.update()
         return self.summary()
 
     def summary(self) -> tuple[float, float]:

@@ -13,6 +13,7 @@ from stratagem.search.mcmc import (
     Energy, MCMCOptions, accept, build_space, initial_candidates, mcmc_search,
 )
 from stratagem.search.planner import NothingFits, context, search
+from stratagem.sim.builder import Simulation
 from stratagem.space import Configuration
 from tests.search.graphs import chain, unrolled
 from tests.search.oracle import best_time, enumerate_times
@@ -52,12 +53,28 @@ def test_same_seed_same_plan_other_seed_other_chain(small):
     assert [(x.start, x.accepted) for x in c.chains] != [(x.start, x.accepted) for x in a.chains]
 
 
-def test_delta_and_full_simulation_walk_the_same_chain(small):
+def test_incremental_delta_and_full_simulation_walk_the_same_chain(small):
     ctx, space, _ = small
     runs = [mcmc_search(ctx, space, MCMCOptions(seed=1, simulation=mode, budget_s=None, max_proposals=150))
-            for mode in ("delta", "full")]
-    assert [(c.best, c.accepted, c.proposals) for c in runs[0].chains] == \
-           [(c.best, c.accepted, c.proposals) for c in runs[1].chains]
+            for mode in ("incremental", "delta", "full")]
+    chains = [[(c.best, c.accepted, c.proposals) for c in run.chains] for run in runs]
+    assert chains[0] == chains[1] == chains[2]
+
+
+def test_long_chains_rebuild_the_store_and_keep_the_timeline(monkeypatch):
+    from stratagem.search import evaluators
+    monkeypatch.setattr(evaluators, "REBUILD_EVERY", 8)
+    ctx = context(chain(3), "p100-4x4", devices=4)
+    space = build_space(ctx)
+    evaluator = evaluators.DeltaEvaluator(ctx.model, space, (0, 0, 0))
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        index = int(rng.integers(3))
+        got = evaluator.propose(index, int(rng.integers(space.variables[index].num_choices)))
+        expected = Simulation(ctx.model, space.strategy(evaluator.assignment)).run()
+        assert got == pytest.approx((expected.iteration_time_s, expected.peak_memory_bytes), rel=1e-12)
+        evaluator.revert() if rng.random() < 0.5 else evaluator.commit()
+    assert evaluator.sim.store.n < 200              # without rebuilds: 1,108 slots for 36 live tasks
 
 
 def test_finds_the_brute_force_optimum(small):
