@@ -117,6 +117,10 @@ class Simulation:
         pos = n - 1 - pos if phase == BACKWARD else pos
         return float(((phase * (n + 1) + pos) * 8 + slot) * _SUB + sub)
 
+    def step_resources(self, step) -> tuple[int, ...]:
+        """The link resources a communication step's task holds (searches bound link busy time)."""
+        return self._step_links(step)
+
     def _step_links(self, step) -> tuple[int, ...]:
         key = (step.kind, step.groups)
         if key not in self._links:
@@ -353,6 +357,34 @@ class Simulation:
     # ---- delta --------------------------------------------------------------------------------
     def change(self, op: str, config: Configuration) -> SimulationResult:
         """Give `op` a new configuration and re-simulate incrementally (FlexFlow Algorithm 2)."""
+        self.edit(op, config)
+        self.store.update()
+        return self.result()
+
+    def change_many(self, changes: Mapping[str, Configuration], retime: str = "delta") -> tuple[float, float]:
+        """Several ops at once, then one re-timing: (iteration time, peak memory), cheaply.
+        retime "delta": Algorithm 2 from the previous timeline; "full": Algorithm 1 over the
+        edited task graph (the same timeline; faster when a change moves most of it)."""
+        for op, config in changes.items():
+            self.edit(op, config)
+        if retime == "full":
+            self.store.simulate()
+        else:
+            self.store.update()
+        return self.summary()
+
+    def summary(self) -> tuple[float, float]:
+        """(iteration_time_s, peak_memory_bytes) of the current timeline, without the rest of
+        `result()` (utilization, communication totals): what a search needs per proposal."""
+        buffers = [b for bs in self.op_buffers.values() for b in bs] + \
+                  [b for bs in self.edge_buffers.values() for b in bs]
+        n = self.store.n
+        peaks = peak_memory(buffers, self.store.start[:n], self.store.end[:n], self.num_devices)
+        return self.store.makespan(), float(peaks.max())
+
+    def edit(self, op: str, config: Configuration) -> None:
+        """Replace `op`'s tasks and its edges' for a new configuration, without simulating;
+        the next `store.update()` (or `change`) re-simulates every edit since the last one."""
         if not self._simulated:
             self.run()
         self.model.op_cost(op, config)      # validates the configuration before any edit
@@ -369,8 +401,6 @@ class Simulation:
                              (self.edges[k].src_op, self.edges[k].dst_op) if end}
         for name in neighbours:
             self._add_buffers(name)
-        self.store.update()
-        return self.result()
 
     def _remove_edge(self, k: int) -> None:
         for t in (t for ts in self.edge_tasks.pop(k).values() for t in ts):
