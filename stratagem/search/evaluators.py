@@ -4,11 +4,12 @@ Both keep the chain's current assignment and answer `propose(index, choice)` wit
 (iteration time, peak memory) of the assignment with one variable changed; `commit` keeps the
 change, `revert` undoes it, `move` goes to a neighbour whose cost is already known.
 
-    "incremental"   `DeltaEvaluator(retime="full")`: one `Simulation` kept in step with the chain;
+    "delta"         `DeltaEvaluator(retime="delta")`: one `Simulation` kept in step with the chain;
                     a proposal rebuilds the tasks of the ops it changes and re-times the graph by
-                    Algorithm 1 (the default: the fastest here, see the class)
-    "delta"         `DeltaEvaluator(retime="delta")`: the same edits, re-timed by Algorithm 2
-                    (FlexFlow's delta simulation proper)
+                    Algorithm 2, replaying only the timeline after the first edit (the default:
+                    FlexFlow's delta simulation)
+    "incremental"   `DeltaEvaluator(retime="full")`: the same edits, re-timed by Algorithm 1 over
+                    the whole edited graph
     "full"          `FullEvaluator`: every proposal simulated from scratch (FlexFlow's full
                     simulation, Table 5's baseline)
 """
@@ -27,13 +28,12 @@ class DeltaEvaluator:
     """One simulation kept in step with the chain: a proposal edits only the tasks of the ops it
     changes (FlexFlow §5.3's task-graph update) and re-times the graph, by Algorithm 2 from the
     previous timeline (retime="delta") or by Algorithm 1 over the edited graph ("full": the
-    same timeline, and several times faster with this simulator, whose Algorithm 2 moves every
-    shifted task within the sorted per-resource orders of the links it holds). A rejected
+    same timeline). A rejected
     proposal, or a move to a strategy whose cost is known, only edits the graph back: the next
     proposal's re-timing covers it. The task store keeps dead slots; the simulation is rebuilt
     from the current strategy when they dominate."""
 
-    def __init__(self, model, space: ChoiceSpace, assignment: Sequence[int], retime: str = "full"):
+    def __init__(self, model, space: ChoiceSpace, assignment: Sequence[int], retime: str = "delta"):
         self.model, self.space, self.assignment, self.retime = model, space, list(assignment), retime
         self._undo: tuple[int, int] | None = None
         self._rebuild()

@@ -199,7 +199,7 @@ class BranchAndBound:
 
     def leaf(self) -> None:
         """Simulate the complete strategy: the previous leaf's task graph with the ops changed
-        since then rebuilt, re-timed by Algorithm 1 (see `search.evaluators`)."""
+        since then rebuilt, re-timed by Algorithm 2 (see `search.evaluators`)."""
         self.leaves += 1
         store = self.sim.store
         if self.leaves % REBUILD_EVERY == 0 and store.n > 4 * int(store.alive[:store.n].sum()):
@@ -207,7 +207,7 @@ class BranchAndBound:
             self.sim.run()
             time_s, peak = self.sim.summary()
         else:
-            time_s, peak = self.sim.change_many(self.pending, retime="full")
+            time_s, peak = self.sim.change_many(self.pending, retime="delta")
         self.pending.clear()
         if peak <= self.cap and time_s < self.ub:
             self.best, self.ub, self.best_peak = tuple(self.assignment), time_s, peak

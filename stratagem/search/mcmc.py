@@ -2,8 +2,8 @@
 
     cost(S)      simulated iteration time of S; a proposal rebuilds only the tasks of the ops it
                  changes (FlexFlow §5.3's delta task-graph update) and re-times the graph
-                 (`search.evaluators`: by Algorithm 1 by default, or by Algorithm 2, FlexFlow's
-                 delta re-timing; or everything from scratch, Table 5's baseline). Costs are
+                 (`search.evaluators`: by Algorithm 2, FlexFlow's delta simulation, by default;
+                 or everything from scratch, Table 5's baseline). Costs are
                  cached by strategy across the chains: a strategy met again costs no simulation
                                                                                  `run_chain`
     feasible(S)  simulated peak memory <= the device memory cap (`planner.device_memory_cap`)
@@ -40,7 +40,8 @@ kwargs of `mcmc` (and of `search(..., algorithm="mcmc")`):
     num_random=1, ft_points=1             how many random and FT candidates
     space=SpaceOptions()  the configurations proposed (default: the whole SOAP space)
     coarsen=False         walk the coarsened groups (Tofu §5.1) instead of single ops
-    simulation="incremental"   or "delta" (Algorithm 2 re-timing) or "full" (Table 5's baseline)
+    simulation="delta"         (Algorithm 2 re-timing) or "incremental" (Algorithm 1 over the edited
+                               graph) or "full" (every proposal from scratch, Table 5's baseline)
     memory_cap_bytes=None the cap; None: `device_memory_cap(ctx)`
 """
 
@@ -73,7 +74,7 @@ class MCMCOptions:
     initial: tuple[str, ...] = ("data-parallel", "expert", "random")
     num_random: int = 1
     ft_points: int = 1
-    simulation: str = "incremental"
+    simulation: str = "delta"
     memory_cap_bytes: float | None = None
 
     def __post_init__(self) -> None:

@@ -376,10 +376,9 @@ class Simulation:
     def summary(self) -> tuple[float, float]:
         """(iteration_time_s, peak_memory_bytes) of the current timeline, without the rest of
         `result()` (utilization, communication totals): what a search needs per proposal."""
-        buffers = [b for bs in self.op_buffers.values() for b in bs] + \
-                  [b for bs in self.edge_buffers.values() for b in bs]
+        sets = list(self.op_buffers.values()) + list(self.edge_buffers.values())
         n = self.store.n
-        peaks = peak_memory(buffers, self.store.start[:n], self.store.end[:n], self.num_devices)
+        peaks = peak_memory(sets, self.store.start[:n], self.store.end[:n], self.num_devices)
         return self.store.makespan(), float(peaks.max())
 
     def edit(self, op: str, config: Configuration) -> None:
