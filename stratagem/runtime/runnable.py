@@ -41,8 +41,10 @@ def require_runnable(plan: Plan, shown: int = 10) -> None:
     refusals = check_runnable(plan)
     if not refusals:
         return
-    lines = "\n  ".join(str(r) for r in refusals[:shown])
+    lines = "".join(f"\n  {r}" for r in refusals[:shown])
     more = f"\n  ... and {len(refusals) - shown} more" if len(refusals) > shown else ""
-    raise NotRunnable(f"the runtime cannot run {len(refusals)} op(s) of this plan:\n  {lines}{more}\n",
-                      hint="Search with SpaceOptions(runnable=True) (or FT's default space) so every "
-                           "configuration is one the runtime executes")
+    raise NotRunnable(f"the runtime cannot run {len(refusals)} of the plan's {len(plan.graph.ops)} ops",
+                      expected="every op on all devices with placements a local kernel can run",
+                      got=lines + more + "\n",
+                      hint="Nothing was launched. Search with SpaceOptions(runnable=True) (FT's default "
+                           "space is runnable) so that every configuration is one the runtime executes")
