@@ -95,15 +95,18 @@ def _pythonpath() -> str:
     return os.pathsep.join(dict.fromkeys(parts))
 
 
+_CONSEQUENCE = re.compile(r"gloo|NCCL|Connection (closed|reset)|Timed out waiting|timed out", re.I)
+
+
 def failure_summary(out: Path, output: str, code: int, options: LaunchOptions) -> str:
-    reports = sorted(out.glob("rank*.error.json"))
-    lines = []
-    for path in reports:
-        r = json.loads(path.read_text())
-        where = f" in task {r['task']!r}" if r.get("task") else ""
-        where += f" at step {r['step']}" if r.get("step") is not None else ""
-        lines.append(f"rank {r['rank']} failed{where}: {r['error']}")
-    lines.extend(_torchrun_failures(output, {json.loads(p.read_text())["rank"] for p in reports}))
+    """Root causes first: a rank's own exception, then ranks that died silently, then ranks whose
+    collectives failed because a peer was gone or hung."""
+    reports = [json.loads(p.read_text()) for p in sorted(out.glob("rank*.error.json"))]
+    causes = [r for r in reports if not _CONSEQUENCE.search(r["error"])]
+    waiting = [r for r in reports if _CONSEQUENCE.search(r["error"])]
+    lines = [_reported(r) for r in causes]
+    lines.extend(_torchrun_failures(output, {r["rank"] for r in reports}))
+    lines.extend(_reported(r) + " (a collective with a failed or hung peer)" for r in waiting)
     if code == -1:
         lines.append(f"the watchdog stopped the run after {options.timeout_s + STARTUP_S:.0f} s")
     if not lines:
@@ -111,15 +114,25 @@ def failure_summary(out: Path, output: str, code: int, options: LaunchOptions) -
     return f"run on {options.nproc} ranks failed: " + "; ".join(lines)
 
 
+def _reported(r: dict[str, Any]) -> str:
+    where = f" in task {r['task']!r}" if r.get("task") else ""
+    where += f" at step {r['step']}" if r.get("step") is not None else ""
+    return f"rank {r['rank']} failed{where}: {r['error']}"
+
+
 _FAILURE = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank.*?\)\s*\n\s*exitcode\s*:\s*(-?\d+)(?:\s*\(pid: \d+\))?", re.S)
 
 
 def _torchrun_failures(output: str, reported: set[int]) -> list[str]:
-    """Ranks torchrun saw die without a report of their own (os._exit, a signal, a crash)."""
-    found = []
+    """Ranks torchrun saw die without a report of their own (os._exit, a signal, a crash), before
+    the ones it stopped itself once another had failed."""
+    died, stopped = [], []
     for rank, code in _FAILURE.findall(output):
         if int(rank) in reported:
             continue
-        cause = f"killed by signal {-int(code)}" if int(code) < 0 else f"exit code {code}"
-        found.append(f"rank {rank} died without a report ({cause})")
-    return found
+        if int(code) == -15:
+            stopped.append(f"rank {rank} was stopped by torchrun (SIGTERM) before it reported anything")
+        else:
+            cause = f"killed by signal {-int(code)}" if int(code) < 0 else f"exit code {code}"
+            died.append(f"rank {rank} died without a report ({cause})")
+    return died + stopped

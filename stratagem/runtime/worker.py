@@ -6,7 +6,7 @@ each step's time (the slowest rank's; the first `warmup` steps are not timed), e
 memory (runtime.memory, measured during the first step), and, if asked, the final parameters
 (`<task>.params.pt`, whole tensors) and a checkpoint. A rank that fails writes
 `<out>/rank<r>.error.json` (the task, the step, the exception) before exiting non-zero, so the
-launcher can name it. `STRATAGEM_FAULT=rank:step:raise|exit` injects a failure (tests).
+launcher can name it. `STRATAGEM_FAULT=rank:step:raise|exit|hang` injects a failure (tests).
 """
 
 from __future__ import annotations
@@ -137,6 +137,8 @@ def _maybe_fault(step: int) -> None:
         return
     if mode == "exit":
         os._exit(13)
+    if mode == "hang":
+        time.sleep(3600)
     raise RuntimeError(f"injected fault ({FAULT_ENV}={spec})")
 
 
