@@ -177,3 +177,43 @@ ADAPTERS: Mapping[str, Adapter] = {
     "dropout_positions": _dropout_positions,
     "vocab_parallel": _vocab_parallel,
 }
+
+
+# ---- profiling ------------------------------------------------------------------------------------
+
+def _profiled_loss(kind: str):
+    """A loss on a shard of positions, as a profile request gives it (no view): the replicated
+    targets are cut to the local positions; the time is the adapter's."""
+    def impl(inputs, attrs, out_shape):
+        x, target = inputs[0], inputs[1]
+        if tuple(target.shape) != (x.shape[0], *x.shape[2:]):
+            target = target[tuple(slice(0, n) for n in (x.shape[0], *x.shape[2:]))]
+        return TORCH_OPS[kind]([x, target, *inputs[2:]], attrs, out_shape)
+    return impl
+
+
+def _profiled_norm(kind: str):
+    """A norm over a split normalized dim, as a profile request gives it: the whole row is
+    normalized, then the local chunk of the weight (and bias) applied."""
+    def impl(inputs, attrs, out_shape):
+        x, rest = inputs[0], [t for t in inputs[1:] if t is not None]
+        if not rest or tuple(rest[0].shape) == tuple(attrs["normalized_shape"]):
+            return TORCH_OPS[kind](inputs, attrs, out_shape)
+        box = tuple((0, n) for n in out_shape)
+        return _norm_whole_row(inputs, attrs, WorkerView({}, box, (True,) * len(inputs), True),
+                               _KindOnly(kind))
+    return impl
+
+
+class _KindOnly:
+    """What _norm_whole_row reads of an analysis: the op's kind."""
+
+    def __init__(self, kind: str):
+        self.desc = type("Desc", (), {"op_name": kind})()
+
+
+def profile_impls() -> Mapping[str, Adapter]:
+    """TORCH_OPS, with the kernels the runtime's adapters run where a request's local shapes
+    would not fit the plain kernel (a profiled table then prices what the runtime executes)."""
+    return {**TORCH_OPS, "cross_entropy": _profiled_loss("cross_entropy"), "nll_loss": _profiled_loss("nll_loss"),
+            "layer_norm": _profiled_norm("layer_norm"), "rms_norm": _profiled_norm("rms_norm")}
