@@ -4,8 +4,8 @@ For each `ProfileRequest` (kind, local input shapes and dtypes, attributes, whic
 gradients): build inputs on the device (floating inputs random, integer inputs zero so any index
 input is in range), run `impl(inputs, attrs, out_shape)` `warmup` times, then time `repeats`
 forward runs and `repeats` backward runs (autograd from a ones gradient; the forward that feeds
-each backward is not timed), and keep the medians. The impl table defaults to the frontend's
-`TORCH_OPS`; tests and users may pass their own.
+each backward is not timed), and keep the medians. The impl table defaults to the runtime's
+kernels (`localops.profile_impls`: TORCH_OPS and what the adapters run); tests and users may pass their own.
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ MIN_REPEATS = 10
 
 
 def default_impls() -> Mapping[str, Impl]:
-    from stratagem.frontend.torch_ops import TORCH_OPS
-    return TORCH_OPS
+    """The kernels the runtime runs on local shards (TORCH_OPS and the adapters' kernels)."""
+    from stratagem.runtime.localops import profile_impls
+    return profile_impls()
 
 
 def device_kind(device: torch.device) -> str:

@@ -70,6 +70,10 @@ def data_parallel(ctx, **_) -> Plan:
 
 def owt(ctx, **_) -> Plan:
     from stratagem.search.planner import make_plan
+    return make_plan(ctx, owt_strategy(ctx), "owt")
+
+
+def owt_strategy(ctx) -> dict[str, Configuration]:
     strategy = data_parallel_strategy(ctx)
     for op in ctx.graph.ops:
         analysis = ctx.model.analyses[op.name]
@@ -78,7 +82,7 @@ def owt(ctx, **_) -> Plan:
             config = _all_devices(ctx, params[0])
             if _valid(analysis, config):
                 strategy[op.name] = config
-    return make_plan(ctx, strategy, "owt")
+    return strategy
 
 
 def model_parallel(ctx, **_) -> Plan:

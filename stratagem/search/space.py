@@ -78,7 +78,7 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
         Group(op.name, (op.name,), "single") for op in graph.ops)
     group_of = {m: g for g, group in enumerate(groups) for m in group.members}
     configs = tuple(model.configurations(group.anchor, options) for group in groups)
-    members = tuple(_member_configs(model, group, cfgs) for group, cfgs in zip(groups, configs))
+    members = tuple(member_configs(model, group, cfgs) for group, cfgs in zip(groups, configs))
     node_mem, node_time = [], []
     for g, group in enumerate(groups):
         m, t = _node_costs(model, group, members[g], len(configs[g]), group_of, g)
@@ -103,7 +103,7 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
     return SearchSpace(groups, configs, members, problem, tuple(cross))
 
 
-def _member_configs(model, group: Group, anchor_configs) -> dict[str, tuple[Configuration, ...]]:
+def member_configs(model, group: Group, anchor_configs) -> dict[str, tuple[Configuration, ...]]:
     graph = model.graph
     derived: dict[str, tuple[Configuration, ...]] = {group.anchor: tuple(anchor_configs)}
     for name in group.members[1:]:
@@ -198,4 +198,4 @@ def additive_cost(model, strategy: Mapping[str, Configuration], reuse: Mapping[i
     return mem, time
 
 
-__all__ = ["FT_SPACE", "SearchSpace", "additive_cost", "build_search_space", "Role"]
+__all__ = ["FT_SPACE", "SearchSpace", "additive_cost", "build_search_space", "member_configs", "Role"]

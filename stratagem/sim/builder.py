@@ -35,12 +35,14 @@ import numpy as np
 from stratagem.errors import ConfigError
 from stratagem.cost.memory import saved_tensors
 from stratagem.ir import dtype_bytes
-from stratagem.sim.memory import Buffer, peak_memory
+from stratagem.sim.memory import Buffer, BufferSet, peak_memory
 from stratagem.sim.store import TaskStore
 from stratagem.sim.trace import TraceTask, chrome_trace
 from stratagem.space import Configuration
 
 FORWARD, BACKWARD, UPDATE = 0, 1, 2
+CATEGORIES = ("forward", "backward", "update", "sync", "reschedule")
+COMPUTE = 3          # categories below this index run on devices
 SLOT_STEPS, SLOT_COMPUTE, SLOT_BACKWARD_STEPS, SLOT_SYNC = 1, 2, 3, 4
 _SUB = 1 << 20
 
@@ -94,8 +96,11 @@ class Simulation:
         self.meta: dict[int, _Meta] = {}
         self.op_tasks: dict[str, dict[str, list[int]]] = {}
         self.edge_tasks: dict[int, dict[str, list[int]]] = {}
-        self.op_buffers: dict[str, list[Buffer]] = {}
-        self.edge_buffers: dict[int, list[Buffer]] = {}
+        self.op_buffers: dict[str, BufferSet] = {}
+        self.edge_buffers: dict[int, BufferSet] = {}
+        self._category = np.zeros(1024, dtype=np.int8)     # per task: index into CATEGORIES
+        self._device = np.zeros(1024, dtype=np.int64)      # per task: its device (compute tasks)
+        self._bytes = np.zeros(1024)                       # per task: bytes moved (communication)
         self._links: dict[tuple, tuple[int, ...]] = {}
         self._simulated = False
         for op in self.graph.ops:
@@ -111,6 +116,10 @@ class Simulation:
         pos = self.position[op]
         pos = n - 1 - pos if phase == BACKWARD else pos
         return float(((phase * (n + 1) + pos) * 8 + slot) * _SUB + sub)
+
+    def step_resources(self, step) -> tuple[int, ...]:
+        """The link resources a communication step's task holds (searches bound link busy time)."""
+        return self._step_links(step)
 
     def _step_links(self, step) -> tuple[int, ...]:
         key = (step.kind, step.groups)
@@ -128,6 +137,14 @@ class Simulation:
     def _task(self, duration: float, resources, preds, key: float, meta: _Meta) -> int:
         t = self.store.add(float(duration), list(resources), sorted(set(preds)), key)
         self.meta[t] = meta
+        if t >= len(self._category):
+            grow = max(t + 1, 2 * len(self._category))
+            self._category = np.resize(self._category, grow)
+            self._device = np.resize(self._device, grow)
+            self._bytes = np.resize(self._bytes, grow)
+        self._category[t] = CATEGORIES.index(meta.category)
+        self._device[t] = resources[0] if len(resources) else -1
+        self._bytes[t] = meta.num_bytes
         return t
 
     # ---- ops ----------------------------------------------------------------------------------
@@ -178,7 +195,7 @@ class Simulation:
                     users.append(tasks["B"][i])
                 users.extend(self._backward_sharers(name, t, d))
                 buffers.append(Buffer(d, size, tasks["F"][i], tuple(users) or (tasks["F"][i],)))
-        self.op_buffers[name] = buffers
+        self.op_buffers[name] = BufferSet.of(buffers)
 
     def _dropped_by_producer(self, name: str, tensor: str) -> bool:
         """keep_after on an edge of `tensor`: the producer's copy goes after forward and is
@@ -262,7 +279,7 @@ class Simulation:
                 previous = [t]
             self._wire_backward(k, bwd)
         self.edge_tasks[k] = {"fwd": fwd, "bwd": bwd}
-        self.edge_buffers[k] = self._edge_buffer_list(k, cost, fwd)
+        self.edge_buffers[k] = BufferSet.of(self._edge_buffer_list(k, cost, fwd))
 
     def _forward_sources(self, k: int, fwd: list[int], device: int) -> list[int]:
         e = self.edges[k]
@@ -340,6 +357,33 @@ class Simulation:
     # ---- delta --------------------------------------------------------------------------------
     def change(self, op: str, config: Configuration) -> SimulationResult:
         """Give `op` a new configuration and re-simulate incrementally (FlexFlow Algorithm 2)."""
+        self.edit(op, config)
+        self.store.update()
+        return self.result()
+
+    def change_many(self, changes: Mapping[str, Configuration], retime: str = "delta") -> tuple[float, float]:
+        """Several ops at once, then one re-timing: (iteration time, peak memory), cheaply.
+        retime "delta": Algorithm 2 from the previous timeline; "full": Algorithm 1 over the
+        edited task graph (the same timeline; faster when a change moves most of it)."""
+        for op, config in changes.items():
+            self.edit(op, config)
+        if retime == "full":
+            self.store.simulate()
+        else:
+            self.store.update()
+        return self.summary()
+
+    def summary(self) -> tuple[float, float]:
+        """(iteration_time_s, peak_memory_bytes) of the current timeline, without the rest of
+        `result()` (utilization, communication totals): what a search needs per proposal."""
+        sets = list(self.op_buffers.values()) + list(self.edge_buffers.values())
+        n = self.store.n
+        peaks = peak_memory(sets, self.store.start[:n], self.store.end[:n], self.num_devices)
+        return self.store.makespan(), float(peaks.max())
+
+    def edit(self, op: str, config: Configuration) -> None:
+        """Replace `op`'s tasks and its edges' for a new configuration, without simulating;
+        the next `store.update()` (or `change`) re-simulates every edit since the last one."""
         if not self._simulated:
             self.run()
         self.model.op_cost(op, config)      # validates the configuration before any edit
@@ -356,8 +400,6 @@ class Simulation:
                              (self.edges[k].src_op, self.edges[k].dst_op) if end}
         for name in neighbours:
             self._add_buffers(name)
-        self.store.update()
-        return self.result()
 
     def _remove_edge(self, k: int) -> None:
         for t in (t for ts in self.edge_tasks.pop(k).values() for t in ts):
@@ -376,19 +418,14 @@ class Simulation:
         n = store.n
         live = store.live
         makespan = store.makespan()
-        buffers = [b for bs in self.op_buffers.values() for b in bs] + \
-                  [b for bs in self.edge_buffers.values() for b in bs]
-        peaks = peak_memory(buffers, store.start[:n], store.end[:n], self.num_devices)
-        busy = np.zeros(self.num_devices)
-        comm_time = comm_bytes = 0.0
-        for t in live:
-            meta = self.meta[int(t)]
-            duration = store.duration[t]
-            if meta.category in ("forward", "backward", "update"):
-                busy[int(store.resources_of(int(t))[0])] += duration
-            else:
-                comm_time += duration
-                comm_bytes += meta.num_bytes
+        sets = list(self.op_buffers.values()) + list(self.edge_buffers.values())
+        peaks = peak_memory(sets, store.start[:n], store.end[:n], self.num_devices)
+        category = self._category[live]
+        duration = store.duration[live]
+        compute = category < COMPUTE
+        busy = np.bincount(self._device[live][compute], weights=duration[compute], minlength=self.num_devices)
+        comm_time = float(duration[~compute].sum())
+        comm_bytes = float(self._bytes[live][~compute].sum())
         utilization = tuple(float(b / makespan) if makespan else 0.0 for b in busy)
         trace = tuple(self._trace_tasks()) if with_trace else ()
         return SimulationResult(makespan, float(peaks.max()), tuple(float(p) for p in peaks),

@@ -12,11 +12,24 @@ that increases along every dependency, so the timeline is unique:
 
 `full_simulation` (Algorithm 1) dequeues ready tasks from a heap keyed (ready, topo); by
 induction it dequeues in key order, so appending each task to its resources' orders builds the
-sorted orders as it goes. `delta_simulation` (Algorithm 2) starts from a previous timeline after
-tasks were added, removed or changed: a worklist (heap by (ready, topo)) recomputes a task's ready
-time, moves it within its resources' orders when that changed (its old and new successors there
-become dirty), recomputes start and end, and marks its dependants and next-on-resource tasks dirty
-when they changed. It ends at the same fixed point as a full simulation (property-tested).
+sorted orders as it goes.
+
+`delta_simulation` (Algorithm 2) starts from the previous timeline after tasks were added, removed,
+re-timed or given new predecessors, and re-simulates only the part of the timeline those edits can
+reach. With key(t) = (ready(t), topo(t)), let
+
+    k0 = min( old key of every removed or re-timed task and of every task whose predecessors
+              changed,  a lower bound on the new key of every new or re-linked task u:
+              (max over preds p of LB(p), topo(u)), LB(p) = new-key bound for edited p, else ready(p) )
+
+Every task with old key < k0 keeps its times and its place (by induction over key order: its
+predecessors and everything before it on its resources come before it and are unchanged), and every
+task whose times change has new key >= k0. So each resource's order is cut at k0 (binary search,
+the orders being sorted by key), the tail is replayed by Algorithm 1 from the prefix's last end
+times, and appended after the cut. The work is proportional to the part of the iteration after the
+first edit, not to the task graph. A replayed task that would land before k0 (the bound violated)
+makes the kernel report failure and the caller runs Algorithm 1 over everything instead; the
+property test checks delta against full on random edits.
 
 Per-resource orders live in one pool array: resource r owns pool[order_ptr[r] : + order_cap[r]],
 of which the first order_cnt[r] are used (`stratagem.sim.store.TaskStore` manages capacity).
@@ -105,120 +118,89 @@ def full_simulation(alive, duration, topo, res_ptr, res_cnt, res_pool, pred_cnt,
 
 
 @njit(cache=True)
-def _remove_at(pool, ptr, cnt, pos):
-    for i in range(pos, cnt - 1):
-        pool[ptr + i] = pool[ptr + i + 1]
+def edit_bound(edited, new_flag, bound_flag, bound_ready, seed_ready, seed_topo, ready, topo,
+               pred_ptr, pred_cnt, pred_pool):
+    """k0 of the module docstring: `edited` are the new and re-linked tasks in topological order
+    (new_flag marks new ones); (seed_ready, seed_topo) is the least old key of removed and re-timed
+    tasks. Returns k0 as (ready, topo)."""
+    k_ready, k_topo = seed_ready, seed_topo
+    for u in edited:
+        lb = 0.0
+        for j in range(pred_cnt[u]):
+            p = pred_pool[pred_ptr[u] + j]
+            b = bound_ready[p] if bound_flag[p] else ready[p]
+            if b > lb:
+                lb = b
+        bound_flag[u] = True
+        bound_ready[u] = lb
+        if lb < k_ready or (lb == k_ready and topo[u] < k_topo):
+            k_ready, k_topo = lb, topo[u]
+        if not new_flag[u]:
+            if ready[u] < k_ready or (ready[u] == k_ready and topo[u] < k_topo):
+                k_ready, k_topo = ready[u], topo[u]
+    for u in edited:
+        bound_flag[u] = False
+    return k_ready, k_topo
 
 
 @njit(cache=True)
-def _insert_at(pool, ptr, cnt, pos, t):
-    for i in range(cnt, pos, -1):
-        pool[ptr + i] = pool[ptr + i - 1]
-    pool[ptr + pos] = t
-
-
-@njit(cache=True)
-def unlink(tasks, res_ptr, res_cnt, res_pool, order_ptr, order_cnt, order_pool, ready, topo):
-    """Take tasks out of their resources' orders; return the tasks that followed them there."""
-    followers = []
-    for t in tasks:
-        for j in range(res_cnt[t]):
-            r = res_pool[res_ptr[t] + j]
-            pos = _find(order_pool, order_ptr[r], order_cnt[r], ready, topo, ready[t], topo[t])
-            _remove_at(order_pool, order_ptr[r], order_cnt[r], pos)
-            order_cnt[r] -= 1
-            if pos < order_cnt[r]:
-                followers.append(order_pool[order_ptr[r] + pos])
-    return followers
-
-
-@njit(cache=True)
-def _push(heap, in_heap, ready, topo, t):
-    if not in_heap[t]:
-        in_heap[t] = True
-        heapq.heappush(heap, (ready[t], topo[t], np.int64(t)))
-
-
-@njit(cache=True)
-def delta_simulation(dirty, new_tasks, alive, duration, topo, res_ptr, res_cnt, res_pool, pred_ptr,
-                     pred_cnt, pred_pool, succ_ptr, succ_cnt, succ_pool, order_ptr, order_cnt,
-                     order_pool, ready, start, end, in_heap):
-    """Algorithm 2. `new_tasks` are not yet in any order; `dirty` need recomputing. Returns the
-    number of task updates processed."""
+def delta_simulation(k_ready, k_topo, new_flag, alive, duration, topo, res_ptr, res_cnt, res_pool,
+                     pred_ptr, pred_cnt, pred_pool, succ_ptr, succ_cnt, succ_pool, order_ptr,
+                     order_cnt, order_pool, ready, start, end):
+    """Algorithm 2 (see the module docstring): replay the timeline from key k0. Returns the number
+    of tasks re-simulated, or -1 when a task would land before k0 (then run Algorithm 1)."""
+    n = alive.size
+    last_end = np.zeros(order_cnt.size)
+    for r in range(order_cnt.size):
+        cut = _find(order_pool, order_ptr[r], order_cnt[r], ready, topo, k_ready, k_topo)
+        order_cnt[r] = cut
+        if cut > 0:
+            last_end[r] = end[order_pool[order_ptr[r] + cut - 1]]
+    in_tail = np.zeros(n, dtype=np.bool_)
+    for t in range(n):
+        if alive[t] and (new_flag[t] or ready[t] > k_ready or (ready[t] == k_ready and topo[t] >= k_topo)):
+            in_tail[t] = True
+    waiting = np.zeros(n, dtype=np.int64)
     heap = [(0.0, 0.0, np.int64(0))]
     heap.pop()
-    for t in new_tasks:
-        r_new = 0.0
-        for j in range(pred_cnt[t]):
-            p = pred_pool[pred_ptr[t] + j]
-            if end[p] > r_new:
-                r_new = end[p]
-        ready[t] = r_new
-        start[t] = -1.0
-        end[t] = -1.0
-        for j in range(res_cnt[t]):
-            r = res_pool[res_ptr[t] + j]
-            pos = _find(order_pool, order_ptr[r], order_cnt[r], ready, topo, ready[t], topo[t])
-            _insert_at(order_pool, order_ptr[r], order_cnt[r], pos, t)
-            order_cnt[r] += 1
-            if pos + 1 < order_cnt[r]:
-                _push(heap, in_heap, ready, topo, order_pool[order_ptr[r] + pos + 1])
-        _push(heap, in_heap, ready, topo, t)
-    for t in dirty:
-        if alive[t]:
-            _push(heap, in_heap, ready, topo, t)
-    steps = 0
+    for t in range(n):
+        if in_tail[t]:
+            r_t = 0.0
+            for j in range(pred_cnt[t]):
+                p = pred_pool[pred_ptr[t] + j]
+                if in_tail[p]:
+                    waiting[t] += 1
+                elif end[p] > r_t:
+                    r_t = end[p]
+            ready[t] = r_t
+            if waiting[t] == 0:
+                heapq.heappush(heap, (r_t, topo[t], np.int64(t)))
+    done = 0
     while len(heap) > 0:
-        _, _, t = heapq.heappop(heap)
-        in_heap[t] = False
-        if not alive[t]:
-            continue
-        steps += 1
-        r_new = 0.0
-        for j in range(pred_cnt[t]):
-            p = pred_pool[pred_ptr[t] + j]
-            if end[p] > r_new:
-                r_new = end[p]
-        if r_new != ready[t]:
-            for j in range(res_cnt[t]):
-                r = res_pool[res_ptr[t] + j]
-                ptr = order_ptr[r]
-                pos = _find(order_pool, ptr, order_cnt[r], ready, topo, ready[t], topo[t])
-                _remove_at(order_pool, ptr, order_cnt[r], pos)
-                order_cnt[r] -= 1
-                if pos < order_cnt[r]:
-                    _push(heap, in_heap, ready, topo, order_pool[ptr + pos])
-            ready[t] = r_new
-            for j in range(res_cnt[t]):
-                r = res_pool[res_ptr[t] + j]
-                ptr = order_ptr[r]
-                pos = _find(order_pool, ptr, order_cnt[r], ready, topo, ready[t], topo[t])
-                _insert_at(order_pool, ptr, order_cnt[r], pos, t)
-                order_cnt[r] += 1
-                if pos + 1 < order_cnt[r]:
-                    _push(heap, in_heap, ready, topo, order_pool[ptr + pos + 1])
-        s = ready[t]
+        r_t, k_t, t = heapq.heappop(heap)
+        if r_t < k_ready or (r_t == k_ready and k_t < k_topo):
+            return -1
+        s = r_t
         for j in range(res_cnt[t]):
             r = res_pool[res_ptr[t] + j]
-            ptr = order_ptr[r]
-            pos = _find(order_pool, ptr, order_cnt[r], ready, topo, ready[t], topo[t])
-            if pos > 0:
-                prev = order_pool[ptr + pos - 1]
-                if end[prev] > s:
-                    s = end[prev]
-        e = s + duration[t]
-        if s != start[t] or e != end[t]:
-            start[t] = s
-            end[t] = e
-            for j in range(succ_cnt[t]):
-                _push(heap, in_heap, ready, topo, succ_pool[succ_ptr[t] + j])
-            for j in range(res_cnt[t]):
-                r = res_pool[res_ptr[t] + j]
-                ptr = order_ptr[r]
-                pos = _find(order_pool, ptr, order_cnt[r], ready, topo, ready[t], topo[t])
-                if pos + 1 < order_cnt[r]:
-                    _push(heap, in_heap, ready, topo, order_pool[ptr + pos + 1])
-    return steps
+            if last_end[r] > s:
+                s = last_end[r]
+        start[t] = s
+        end[t] = s + duration[t]
+        for j in range(res_cnt[t]):
+            r = res_pool[res_ptr[t] + j]
+            last_end[r] = end[t]
+            order_pool[order_ptr[r] + order_cnt[r]] = t
+            order_cnt[r] += 1
+        done += 1
+        for j in range(succ_cnt[t]):
+            u = succ_pool[succ_ptr[t] + j]
+            if end[t] > ready[u]:
+                ready[u] = end[t]
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(heap, (ready[u], topo[u], u))
+    return done
 
 
 def reference_full_simulation(durations, topo, resources, preds):

@@ -99,13 +99,12 @@ class TaskStore:
         self._alloc(64)
         self.res, self.pred, self.succ = _Pool(64), _Pool(64), _Pool(64)
         self.order: _Pool | None = None
-        self._new: list[int] = []
-        self._dirty: set[int] = set()
-        self._pending: dict[int, int] = {}
+        self.fallbacks = 0          # delta simulations that fell back to Algorithm 1
+        self._reset_edits()
 
     def _alloc(self, capacity: int) -> None:
         old = self.n
-        arrays = {"alive": bool, "in_heap": bool, "duration": float, "topo": float, "ready": float,
+        arrays = {"alive": bool, "bound_flag": bool, "bound": float, "duration": float, "topo": float, "ready": float,
                   "start": float, "end": float}
         for name, dtype in arrays.items():
             fresh = np.zeros(capacity, dtype=dtype)
@@ -134,7 +133,8 @@ class TaskStore:
         succ_counts = np.bincount(pred_values, minlength=n).astype(np.int64)
         store.succ = _Pool.from_csr(succ_counts, owners[order], slack=0.25)
         store.order = None
-        store._new, store._dirty, store._pending = [], set(), {}
+        store.fallbacks = 0
+        store._reset_edits()
         return store
 
     # ---- incremental edits (for delta simulation) ---------------------------------------------
@@ -155,24 +155,21 @@ class TaskStore:
             for r in resources:
                 self._pending[int(r)] = self._pending.get(int(r), 0) + 1
                 self.order.ensure(int(r), self._pending[int(r)])
-            self._new.append(t)
+            self._new_set.add(t)
         return t
 
     def remove(self, t: int) -> None:
         if not self.alive[t]:
             return
-        if t in self._new:
-            self._new.remove(t)
-        elif self.order is not None:
-            followers = engine.unlink(np.array([t], dtype=np.int64), self.res.ptr, self.res.cnt,
-                                      self.res.data, self.order.ptr, self.order.cnt, self.order.data,
-                                      self.ready, self.topo)
-            self._dirty.update(int(f) for f in followers)
+        if t in self._new_set:
+            self._new_set.discard(t)
+        else:
+            self._seed(t)
         for p in self.pred.get(t).tolist():
             self.succ.discard(p, t)
         for u in self.succ.get(t).tolist():
             self.pred.discard(u, t)
-            self._dirty.add(u)
+            self._relinked.add(u)
         self.alive[t] = False
         self.pred.cnt[t] = self.succ.cnt[t] = 0
 
@@ -180,16 +177,28 @@ class TaskStore:
         for p in preds:
             self.pred.append(t, p)
             self.succ.append(p, t)
-        self._dirty.add(t)
+        self._relinked.add(t)
 
     def set_duration(self, t: int, duration: float) -> None:
         if self.duration[t] != duration:
             self.duration[t] = duration
-            self._dirty.add(t)
+            if t not in self._new_set:
+                self._seed(t)
+
+    def _seed(self, t: int) -> None:
+        """Remember the least old key among edited tasks (delta simulation restarts there)."""
+        key = (float(self.ready[t]), float(self.topo[t]))
+        self._seed_key = min(self._seed_key, key)
+
+    def _reset_edits(self) -> None:
+        self._new_set: set[int] = set()
+        self._relinked: set[int] = set()
+        self._seed_key = (np.inf, np.inf)
+        self._pending: dict[int, int] = {}
 
     # ---- simulation ---------------------------------------------------------------------------
     def simulate(self) -> int:
-        """Full simulation from scratch; returns the number of tasks simulated."""
+        """Full simulation from scratch (Algorithm 1); returns the number of tasks simulated."""
         n = self.n
         counts = engine.count_per_resource(self.num_resources, self.alive[:n], self.res.ptr[:n],
                                            self.res.cnt[:n], self.res.data)
@@ -201,24 +210,38 @@ class TaskStore:
                                       self.ready[:n], self.start[:n], self.end[:n])
         if done != int(self.alive[:n].sum()):
             raise RuntimeError(f"task graph has a cycle: simulated {done} of {int(self.alive[:n].sum())}")
-        self._new, self._dirty, self._pending = [], set(), {}
+        self._reset_edits()
         return done
 
     def update(self) -> int:
-        """Delta simulation of the edits since the last simulation; returns task updates done."""
+        """Delta simulation (Algorithm 2) of the edits since the last simulation; returns the number
+        of tasks re-simulated."""
         if self.order is None:
             return self.simulate()
         n = self.n
-        new = np.array([t for t in self._new if self.alive[t]], dtype=np.int64)
-        dirty = np.array(sorted(t for t in self._dirty if t < n and self.alive[t]), dtype=np.int64)
-        steps = engine.delta_simulation(dirty, new, self.alive[:n], self.duration[:n], self.topo[:n],
-                                        self.res.ptr[:n], self.res.cnt[:n], self.res.data,
-                                        self.pred.ptr[:n], self.pred.cnt[:n], self.pred.data,
-                                        self.succ.ptr[:n], self.succ.cnt[:n], self.succ.data,
-                                        self.order.ptr, self.order.cnt, self.order.data,
-                                        self.ready[:n], self.start[:n], self.end[:n], self.in_heap[:n])
-        self._new, self._dirty, self._pending = [], set(), {}
-        return steps
+        new_flag = np.zeros(n, dtype=bool)
+        new = [t for t in self._new_set if self.alive[t]]
+        new_flag[new] = True
+        edited = sorted((t for t in self._relinked | set(new) if t < n and self.alive[t]),
+                        key=lambda t: self.topo[t])
+        k_ready, k_topo = engine.edit_bound(np.array(edited, dtype=np.int64), new_flag,
+                                            self.bound_flag[:n], self.bound[:n], *self._seed_key,
+                                            self.ready[:n], self.topo[:n],
+                                            self.pred.ptr[:n], self.pred.cnt[:n], self.pred.data)
+        if k_ready == np.inf:
+            self._reset_edits()
+            return 0
+        done = engine.delta_simulation(k_ready, k_topo, new_flag, self.alive[:n], self.duration[:n],
+                                       self.topo[:n], self.res.ptr[:n], self.res.cnt[:n], self.res.data,
+                                       self.pred.ptr[:n], self.pred.cnt[:n], self.pred.data,
+                                       self.succ.ptr[:n], self.succ.cnt[:n], self.succ.data,
+                                       self.order.ptr, self.order.cnt, self.order.data,
+                                       self.ready[:n], self.start[:n], self.end[:n])
+        if done < 0:
+            self.fallbacks += 1
+            return self.simulate()
+        self._reset_edits()
+        return done
 
     # ---- results ------------------------------------------------------------------------------
     @property

@@ -4,7 +4,8 @@ For N devices: every device count n dividing N (or only N), every aligned block 
 every sequence of mesh axes (at most `max_axes`) whose sizes multiply to n, each axis splitting a
 splittable dim or replicating; kept when every dim's total degree is a valid split of the TDL
 analysis (`Analysis.can_split`) and, unless `allow_irregular`, every input placement is a DTensor
-placement. Axis sequences are enumerated in canonical form (adjacent axes split different dims),
+placement (with `runnable`, only configurations the runtime executes: `space.runnable.refusal`).
+Axis sequences are enumerated in canonical form (adjacent axes split different dims),
 so each configuration appears once.
 
 Counting check (Tofu §5.2): a 4-D tensor split evenly across 8 devices along any dims has 20
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from stratagem.space.config import Configuration, Level, layout
+from stratagem.space.runnable import refusal
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class SpaceOptions:
     require_divisible: bool = True        # even splits only
     dims: frozenset[str] | None = None    # restrict to these dims (None: all splittable)
     device_counts: tuple[int, ...] | None = None   # restrict n (None: all divisors of N)
+    runnable: bool = False                # only what stratagem.runtime executes (space.runnable)
 
 
 def divisors(n: int) -> list[int]:
@@ -97,6 +100,10 @@ def is_valid(analysis, levels: tuple[Level, ...], options: SpaceOptions) -> bool
     return True
 
 
+def _runs(analysis, config: Configuration, num_devices: int, options: SpaceOptions) -> bool:
+    return not options.runnable or refusal(analysis, config, num_devices) is None
+
+
 def enumerate_configurations(analysis, num_devices: int, options: SpaceOptions = SpaceOptions()
                              ) -> tuple[Configuration, ...]:
     counts = options.device_counts or (divisors(num_devices) if options.allow_fewer_devices
@@ -109,5 +116,6 @@ def enumerate_configurations(analysis, num_devices: int, options: SpaceOptions =
         shapes = [levels for levels in level_sequences(n, labels, options.max_axes)
                   if is_valid(analysis, levels, options)]
         for first in range(0, num_devices, n):
-            found.extend(Configuration(levels, first) for levels in shapes)
+            found.extend(c for c in (Configuration(levels, first) for levels in shapes)
+                         if _runs(analysis, c, num_devices, options))
     return tuple(found)

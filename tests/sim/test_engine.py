@@ -88,3 +88,14 @@ def test_delta_simulation_equals_full_simulation(n, resources, seed, rounds):
             assert (store.ready[t], store.start[t], store.end[t]) == \
                    (fresh.ready[i], fresh.start[i], fresh.end[i]), f"task {t}"
         assert store.makespan() == fresh.makespan()
+    assert store.fallbacks == 0        # every update was a delta replay, not Algorithm 1 again
+
+
+def test_delta_replays_only_the_timeline_after_the_first_edit():
+    # a chain of 10 tasks on one resource: changing the 8th re-simulates the 8th to the 10th
+    store = build(np.ones(10), np.arange(10.0), [[0]] * 10, [[]] + [[i] for i in range(9)], 1)
+    store.simulate()
+    store.set_duration(7, 5.0)
+    assert store.update() == 3
+    assert store.makespan() == 14.0 and store.start[9] == 13.0
+    assert store.update() == 0                    # nothing edited, nothing replayed

@@ -19,6 +19,7 @@ from stratagem.frontend.zoo import hf, inputs
 from stratagem.frontend.zoo.entry import Published, Variant, ZooEntry
 from stratagem.frontend.zoo.gpt import GPT, GPTConfig, llama_ffn_dim
 from stratagem.frontend.zoo.inception import InceptionV3
+from stratagem.frontend.zoo.mlp import MLP
 from stratagem.frontend.zoo.recurrent import NMT, LSTMClassifier, LSTMLanguageModel
 from stratagem.frontend.zoo.transformer import Bert, Transformer
 from stratagem.frontend.zoo.vision import RESNET_BLOCKS, VGG, AlexNet, LeNet, ResNet
@@ -201,6 +202,17 @@ def gpt() -> list[ZooEntry]:
     ]
 
 
+# ---- small models for runtime checks -----------------------------------------------------------
+
+def basics() -> list[ZooEntry]:
+    full = Variant(partial(MLP, 1024, 1024, 3, 10), partial(inputs.features, size=1024, classes=10), 64)
+    tiny = Variant(partial(MLP, 16, 32, 2, 4), partial(inputs.features, size=16, classes=4), 8)
+    return [ZooEntry("mlp", full, tiny, "stratagem's runtime checks and CPU fidelity runs",
+                     notes="3 hidden layers of 1024 on 1024 features, 10 classes, batch 64: a step is a "
+                           "few tens of milliseconds on one CPU core, so measured times are compute, "
+                           "not Python overhead")]
+
+
 # ---- Hugging Face configs ----------------------------------------------------------------------
 
 def _hf(name: str, model: str, config: str, full: dict, tiny: dict, batch: int, length: int,
@@ -239,4 +251,4 @@ def huggingface() -> list[ZooEntry]:
     ]
 
 
-ENTRIES = MappingProxyType({e.name: e for e in (*flexflow(), *tensoropt(), *tofu(), *gpt(), *huggingface())})
+ENTRIES = MappingProxyType({e.name: e for e in (*flexflow(), *tensoropt(), *tofu(), *gpt(), *basics(), *huggingface())})

@@ -26,6 +26,12 @@ def images(batch: int, device: torch.device, generator: torch.Generator | None, 
             _ints(classes, (batch,), device, generator))
 
 
+def features(batch: int, device: torch.device, generator: torch.Generator | None, *, size: int,
+             classes: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(feature vectors [B, size], labels [B])."""
+    return _floats((batch, size), device, generator), _ints(classes, (batch,), device, generator)
+
+
 def tokens(batch: int, device: torch.device, generator: torch.Generator | None, *, vocab: int,
            length: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(tokens [B, T], next-token targets [B, T])."""

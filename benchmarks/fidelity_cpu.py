@@ -1,0 +1,103 @@
+"""Cost-model fidelity on this CPU: predicted against measured iteration time and peak memory of
+several plans for one model on gloo ranks, and whether the model ranks the plans as the machine does.
+
+    PYTHONPATH=$PWD python benchmarks/fidelity_cpu.py --model mlp --devices 2 [--comm t.json --ops t.json]
+
+1. Calibrate: `stratagem profile comm` (collective times on these ranks) and `stratagem profile ops`
+   (every distinct local op of the model, one thread as each rank has) unless tables are given.
+2. Plan with the cpu-1xN cluster and both tables (the cost model prefers measured entries): every
+   point of FT's frontier, and the baselines (data-parallel, owt, mesh-tf, tofu-like), each plan once;
+   plans the runtime refuses are listed and left out.
+3. Run all plans in one torchrun launch (`--steps`, the first `--warmup` untimed) and print, per plan,
+   measured and predicted time and memory with the relative errors, then the Spearman rank
+   correlation of predicted and measured times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from stratagem.cli.validate import spearman, table
+from stratagem.frontend import zoo
+from stratagem.runtime.runnable import check_runnable
+from stratagem.runtime.session import RunOptions, run_plans
+from stratagem.search.planner import algorithms, context, frontier
+
+BASELINES = ("data-parallel", "owt", "mesh-tf", "tofu-like")
+
+
+def calibrate(model: str, devices: int, directory: Path, comm: str | None, ops: str | None) -> tuple[str, str]:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.getcwd()}
+    if comm is None:
+        comm = str(directory / "comm.json")
+        subprocess.run([sys.executable, "-m", "stratagem", "profile", "comm", "--nproc", str(devices), "-o", comm],
+                       check=True, env=env)
+    if ops is None:
+        ops = str(directory / "ops.json")
+        subprocess.run([sys.executable, "-m", "stratagem", "profile", "ops", model, "--devices", str(devices),
+                        "--max-axes", "2", "-o", ops], check=True, env=env)
+    return comm, ops
+
+
+def candidate_plans(model: str, devices: int, comm: str, ops: str) -> list:
+    ctx = context(zoo.build(model), f"cpu-1x{devices}", devices,
+                  model_options={"compute_table": ops, "comm_table": comm})
+    plans = [p for p in frontier(ctx.graph, ctx.cluster, ctx=ctx)]
+    for i, p in enumerate(plans):
+        object.__setattr__(p, "algorithm", f"ft[{i}]")
+    table = algorithms()
+    plans += [table[name](ctx) for name in BASELINES if name in table]
+    unique, seen = [], set()
+    for p in plans:
+        key = tuple(sorted((op, str(c)) for op, c in p.strategy.items()))
+        if key in seen:
+            continue
+        seen.add(key)
+        refused = check_runnable(p)
+        if refused:
+            print(f"left out {p.algorithm}: {refused[0]}")
+            continue
+        unique.append(p)
+    return unique
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default="mlp")
+    parser.add_argument("--devices", type=int, default=2)
+    parser.add_argument("--comm", help="a `stratagem profile comm` table (default: profile now)")
+    parser.add_argument("--ops", help="a `stratagem profile ops` table (default: profile now)")
+    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("-o", "--output", help="write the reports (JSON) here")
+    args = parser.parse_args()
+    directory = Path(tempfile.mkdtemp(prefix="fidelity-"))
+    comm, ops = calibrate(args.model, args.devices, directory, args.comm, args.ops)
+    plans = candidate_plans(args.model, args.devices, comm, ops)
+    paths = []
+    for i, p in enumerate(plans):
+        paths.append(directory / f"{p.algorithm.replace('[', '').replace(']', '')}.json")
+        p.save(paths[-1])
+    reports = run_plans(paths, RunOptions(steps=args.steps, warmup=args.warmup, timeout_s=600))
+    print(f"\n{args.model} on {args.devices} gloo ranks, {args.steps} steps ({args.warmup} untimed), "
+          f"tables {comm}, {ops}")
+    print(table(reports))
+    times = ([r["predicted_iteration_time_s"] for r in reports], [r["iteration_time_s"] for r in reports])
+    mem_errors = [abs(r["memory_rel_error"]) for r in reports]
+    time_errors = [abs(r["time_rel_error"]) for r in reports]
+    print(f"Spearman rank correlation (time): {spearman(*times):+.3f} over {len(reports)} plans")
+    print(f"mean |time error| {sum(time_errors) / len(time_errors):.1%}, "
+          f"mean |memory error| {sum(mem_errors) / len(mem_errors):.1%}")
+    if args.output:
+        Path(args.output).write_text(json.dumps({"plans": reports, "comm": comm, "ops": ops}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""`stratagem validate plan.json [plan.json ...]`: measured against predicted time and memory.
+
+Runs every plan (one launch, all plans for the same device count) and prints, per plan, the measured
+iteration time and peak memory beside the plan's predictions with the relative error
+(measured - predicted) / measured; with two plans or more, the Spearman rank correlation of
+predicted and measured times (does the cost model order the plans as the machine does?).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from stratagem.cli.run import add_run_arguments, mib, ms, run_options
+from stratagem.plan import atomic_write_json
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("plans", nargs="+", metavar="plan.json", help="plan files for one device count")
+    add_run_arguments(parser, steps=12)
+    parser.add_argument("-o", "--output", help="write the reports (JSON) here")
+
+
+def run(args: argparse.Namespace) -> int:
+    from stratagem.runtime.session import run_plans
+    reports = run_plans(args.plans, run_options(args, check=False))
+    print(table(reports))
+    if len(reports) > 1:
+        rho = spearman([r["predicted_iteration_time_s"] for r in reports], [r["iteration_time_s"] for r in reports])
+        print(f"Spearman rank correlation of predicted and measured time over {len(reports)} plans: {rho:+.3f}")
+    if args.output:
+        atomic_write_json(args.output, {"plans": reports})
+    return 0
+
+
+def table(reports: list[dict]) -> str:
+    header = ["plan", "algorithm", "measured", "predicted", "error", "peak mem", "predicted", "error"]
+    rows = [[r["plan"].rsplit("/", 1)[-1], r["algorithm"] or "-", ms(r["iteration_time_s"]),
+             ms(r["predicted_iteration_time_s"]), pct(r["time_rel_error"]), mib(r["peak_memory_bytes_max"]),
+             mib(r["predicted_peak_memory_bytes"]), pct(r["memory_rel_error"])] for r in reports]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    return "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+                     for row in [header, *rows])
+
+
+def pct(value: float) -> str:
+    return "-" if value != value else f"{value * 100:+.1f}%"
+
+
+def spearman(xs: list[float], ys: list[float]) -> float:
+    """Spearman's rho: the Pearson correlation of the ranks (ties share their mean rank)."""
+    rx, ry = ranks(xs), ranks(ys)
+    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    norm = (sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry)) ** 0.5
+    return cov / norm if norm else float("nan")
+
+
+def ranks(values: list[float]) -> list[float]:
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    out = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            out[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return out

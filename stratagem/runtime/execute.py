@@ -1,0 +1,205 @@
+"""A plan as an nn.Module: `parallelize(module, plan)` (TensorOpt §4, Listing 1).
+
+Under torchrun, every rank builds the same `PlanModule` from the same module (same weights); its
+parameters are DTensors placed as the plan's owner ops read them. `forward(*inputs)` takes the whole
+batch on every rank (each rank keeps its shard) and runs the graph op by op:
+
+    for each op, in graph order:
+        each input -> move() to the layout the op reads it in (runtime.move)
+                   -> to_local(grad_placements = the layout's input gradients), so backward leaves
+                      the partial gradients of inputs the op's devices used differently
+        the local kernel or its adapter (runtime.localops) on this rank's shards; an input this rank
+        reads nothing of is given as None, and anchored so its gradient is a zero on this rank
+        outputs -> DTensor.from_local(placements = the layout's outputs; P(sum) for split reductions)
+    the graph's outputs, whole on every rank (a scalar loss: the sum of the partial losses)
+
+Gradient synchronization (the plan's sync step) runs in post-accumulate-grad hooks: a parameter's
+accumulated gradient is redistributed to the parameter's own placements. Any torch.optim optimizer
+then steps the DTensor parameters.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.tensor import DTensor, distribute_tensor
+
+from stratagem.cost.layout import TensorLayout
+from stratagem.ir import Role
+from stratagem.plan import Plan
+from stratagem.runtime.errors import ExecutionError
+from stratagem.runtime.localops import run_local
+from stratagem.runtime.meshes import MeshBook, torch_placements
+from stratagem.runtime.move import move
+from stratagem.runtime.schedule import OpStep, Schedule, build_schedule
+
+
+class PlanModule(nn.Module):
+    """Runs `plan` on this rank; parameters are DTensors named as in the original module."""
+
+    def __init__(self, plan: Plan, weights: Mapping[str, torch.Tensor], device: torch.device | None = None):
+        super().__init__()
+        rank, world = _world()
+        if plan.num_devices != world:
+            raise ExecutionError("plan and world differ in size", expected=f"{plan.num_devices} ranks",
+                                 got=f"{world}", hint=f"Launch with --nproc-per-node={plan.num_devices}")
+        self.plan = plan
+        self.device = device or torch.device("cpu")
+        self.schedule: Schedule = build_schedule(plan.graph, plan.strategy, world, rank)
+        self.meshes = MeshBook(self.schedule.mesh_shapes, world, self.device.type)
+        self._buffers_dt: dict[str, DTensor] = {}
+        self._install(weights)
+
+    # ---- parameters ---------------------------------------------------------------------------
+    def _install(self, weights: Mapping[str, torch.Tensor]) -> None:
+        graph = self.plan.graph
+        for name in self.schedule.parameters:
+            spec = graph.tensors[name]
+            value = _weight(weights, name, spec.shape)
+            placed = self._distribute(value.detach().to(self.device), self.schedule.sources[name])
+            if spec.role is Role.WEIGHT:
+                param = nn.Parameter(placed, requires_grad=True)
+                param.register_post_accumulate_grad_hook(_sync_gradient)
+                _attach(self, name, param)
+            else:
+                self._buffers_dt[name] = placed
+
+    def _distribute(self, value: torch.Tensor, lay: TensorLayout) -> DTensor:
+        return distribute_tensor(value, self.meshes[lay.mesh_shape], torch_placements(lay.placements),
+                                 src_data_rank=None)
+
+    def named_plan_parameters(self) -> dict[str, nn.Parameter]:
+        return {name: p for name, p in self.named_parameters()}
+
+    # ---- forward ------------------------------------------------------------------------------
+    def forward(self, *inputs: torch.Tensor) -> Any:
+        graph = self.plan.graph
+        if len(inputs) != len(graph.inputs):
+            raise ExecutionError("wrong number of inputs", expected=f"{len(graph.inputs)} ({', '.join(graph.inputs)})",
+                                 got=str(len(inputs)))
+        values: dict[str, DTensor] = dict(self._buffers_dt)
+        values.update(self.named_plan_parameters())
+        for name, x in zip(graph.inputs, inputs):
+            values[name] = self._distribute(x.to(self.device), self.schedule.sources[name])
+        moved: dict[tuple[str, TensorLayout], DTensor] = {}
+        for step in self.schedule.steps:
+            args = [self._read(values, moved, t, lay) for t, lay in zip(step.op.inputs, step.inputs)]
+            for t, out in zip(step.op.outputs, self._run(step, args)):
+                values[t] = out
+        outs = tuple(values[t].full_tensor() for t in graph.outputs)
+        return outs[0] if len(outs) == 1 else outs
+
+    def _read(self, values, moved, tensor: str, lay: TensorLayout) -> DTensor:
+        key = (tensor, lay)
+        if key not in moved:
+            moved[key] = move(values[tensor], self.schedule.sources[tensor], lay, self.meshes)
+        return moved[key]
+
+    def _run(self, step: OpStep, args: list[DTensor]) -> list[DTensor]:
+        locals_, dropped = [], []
+        for i, x in enumerate(args):
+            local = x.to_local(grad_placements=torch_placements(step.layout.input_gradients[i]))
+            if step.view.reads[i]:
+                locals_.append(local)
+            else:
+                locals_.append(None)
+                dropped.append(local)
+        result = run_local(step.op.kind, step.attrs, locals_, step.view, step.analysis, step.adapter)
+        results = list(result) if isinstance(result, (tuple, list)) else [result]
+        results = [self._cast(t, r) for t, r in zip(step.op.outputs, results)]
+        results[0] = anchor(results[0], dropped)
+        mesh = self.meshes[step.mesh_shape]
+        placements = torch_placements(step.outputs.placements)
+        return [DTensor.from_local(r, mesh, placements, shape=torch.Size(self.plan.graph.tensors[t].shape),
+                                   stride=_contiguous_stride(self.plan.graph.tensors[t].shape))
+                for t, r in zip(step.op.outputs, results)]
+
+    def _cast(self, tensor: str, value: torch.Tensor) -> torch.Tensor:
+        dtype = getattr(torch, self.plan.graph.tensors[tensor].dtype)
+        return value if value.dtype == dtype else value.to(dtype)
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+
+class _Anchor(torch.autograd.Function):
+    """Passes `out` through; gives each dropped input a zero gradient, so that every rank's autograd
+    graph reaches the same tensors (and so runs the same collectives in backward)."""
+
+    @staticmethod
+    def forward(ctx, out, *dropped):
+        ctx.specs = [(d.shape, d.dtype, d.device) for d in dropped]
+        return out.view_as(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (grad, *(torch.zeros(s, dtype=t, device=d) for s, t, d in ctx.specs))
+
+
+def anchor(out: torch.Tensor, dropped: list[torch.Tensor]) -> torch.Tensor:
+    needing = [d for d in dropped if d.requires_grad]
+    if not needing or not out.dtype.is_floating_point:
+        return out
+    return _Anchor.apply(out, *needing)
+
+
+def _sync_gradient(param: DTensor) -> None:
+    """The plan's sync step: the accumulated gradient onto the parameter's own placements."""
+    grad = param.grad
+    if isinstance(grad, DTensor) and tuple(grad.placements) != tuple(param.placements):
+        param.grad = grad.redistribute(param.device_mesh, param.placements)
+
+
+def _attach(root: nn.Module, name: str, param: nn.Parameter) -> None:
+    """Register `param` under its dotted name, creating empty submodules on the way."""
+    *path, leaf = name.split(".")
+    module = root
+    for part in path:
+        child = module._modules.get(part)
+        if child is None:
+            child = nn.Module()
+            module.add_module(part, child)
+        module = child
+    module.register_parameter(leaf, param)
+
+
+def _weight(weights: Mapping[str, torch.Tensor], name: str, shape: tuple[int, ...]) -> torch.Tensor:
+    if name not in weights:
+        raise ExecutionError(f"no value for {name!r}", expected="a parameter or buffer of that name in the module",
+                             hint="Pass the module the plan's graph was captured from")
+    value = weights[name]
+    if tuple(value.shape) != tuple(shape):
+        raise ExecutionError(f"{name!r} has the wrong shape", expected=str(tuple(shape)), got=str(tuple(value.shape)))
+    return value
+
+
+def _contiguous_stride(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(math.prod(shape[d + 1:]) for d in range(len(shape)))
+
+
+def _world() -> tuple[int, int]:
+    if not dist.is_available() or not dist.is_initialized():
+        raise ExecutionError("torch.distributed is not initialized",
+                             hint="Run under torchrun and call torch.distributed.init_process_group first "
+                                  "(or use `stratagem run plan.json`)")
+    return dist.get_rank(), dist.get_world_size()
+
+
+def module_weights(module: nn.Module, graph) -> dict[str, torch.Tensor]:
+    """Every weight and buffer the graph names, from the module (tied aliases and constants too)."""
+    found = {**dict(module.named_parameters(remove_duplicate=False)),
+             **dict(module.named_buffers(remove_duplicate=False))}
+    for name, c in (graph.meta.get("constants") or {}).items():
+        found[name] = torch.tensor(c["values"], dtype=getattr(torch, c["dtype"])).reshape(c["shape"])
+    return found
+
+
+def parallelize(module: nn.Module, plan: Plan, device: torch.device | str | None = None) -> PlanModule:
+    """The module, run as `plan` says, on this torchrun rank (TensorOpt's Listing 1)."""
+    from stratagem.runtime.runnable import require_runnable
+    require_runnable(plan)
+    return PlanModule(plan, module_weights(module, plan.graph), torch.device(device) if device else None)

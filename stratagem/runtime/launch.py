@@ -1,0 +1,138 @@
+"""Launch a job on `nproc` ranks through torchrun, with a watchdog, and read back what it wrote.
+
+    python -m torch.distributed.run --nproc-per-node=N [--standalone | rendezvous args]
+                                    -m stratagem.runtime.worker JOB.json
+
+PYTHONPATH is passed through, so workers import this copy of stratagem. Nothing hangs: gloo's
+timeout bounds every collective (`timeout_s`), torchrun stops every rank once one fails, and the
+watchdog kills the whole process group after `timeout_s` + start-up. A failed run raises RunFailed
+naming the rank and the cause: the rank's own report (`rank<r>.error.json`) when it wrote one, else
+torchrun's record of its exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stratagem.runtime.errors import RunFailed
+
+STARTUP_S = 60.0          # torchrun, imports and process-group rendezvous
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    nproc: int
+    timeout_s: float = 300.0
+    torchrun_args: tuple[str, ...] = ()        # --nnodes, --rdzv-endpoint, ... (multi-node)
+    env: Mapping[str, str] = field(default_factory=dict)
+    backend: str = "auto"
+    threads: int = 1
+
+
+@dataclass(frozen=True)
+class LaunchResult:
+    out_dir: Path
+    results: dict[str, dict[str, Any]]        # task name -> what rank 0 wrote
+    output: str                               # torchrun's stdout and stderr
+
+
+def launch(tasks: Sequence[Mapping[str, Any]], options: LaunchOptions, out_dir: str | Path | None = None
+           ) -> LaunchResult:
+    out = Path(out_dir or tempfile.mkdtemp(prefix="stratagem-run-"))
+    out.mkdir(parents=True, exist_ok=True)
+    job = {"out_dir": str(out), "timeout_s": options.timeout_s, "backend": options.backend,
+           "threads": options.threads, "tasks": list(tasks)}
+    job_path = out / "job.json"
+    job_path.write_text(json.dumps(job, indent=1))
+    code, output = _run(torchrun_command(job_path, options), options)
+    if code != 0:
+        raise RunFailed(failure_summary(out, output, code, options))
+    results = {t["name"]: json.loads((out / f"{t['name']}.json").read_text()) for t in tasks}
+    return LaunchResult(out, results, output)
+
+
+def torchrun_command(job_path: Path, options: LaunchOptions) -> list[str]:
+    rendezvous = list(options.torchrun_args) or ["--standalone"]
+    per_node = options.nproc // _nodes(options.torchrun_args)
+    return [sys.executable, "-m", "torch.distributed.run", *rendezvous, f"--nproc-per-node={per_node}",
+            "--max-restarts=0", "-m", "stratagem.runtime.worker", str(job_path)]
+
+
+def _nodes(args: Sequence[str]) -> int:
+    for i, arg in enumerate(args):
+        if arg.startswith("--nnodes"):
+            value = arg.split("=", 1)[1] if "=" in arg else args[i + 1]
+            return int(value.split(":")[-1])
+    return 1
+
+
+def _run(command: list[str], options: LaunchOptions) -> tuple[int, str]:
+    env = {**os.environ, **options.env, "PYTHONPATH": _pythonpath()}
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                               start_new_session=True)
+    try:
+        output, _ = process.communicate(timeout=options.timeout_s + STARTUP_S)
+        return process.returncode, output
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        return -1, output + f"\n[stratagem watchdog] killed the run after {options.timeout_s + STARTUP_S:.0f} s"
+
+
+def _pythonpath() -> str:
+    here = str(Path(__file__).resolve().parents[2])
+    parts = [here, *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]
+    return os.pathsep.join(dict.fromkeys(parts))
+
+
+_CONSEQUENCE = re.compile(r"gloo|NCCL|Connection (closed|reset)|Timed out waiting|timed out", re.I)
+
+
+def failure_summary(out: Path, output: str, code: int, options: LaunchOptions) -> str:
+    """Root causes first: a rank's own exception, then ranks that died silently, then ranks whose
+    collectives failed because a peer was gone or hung."""
+    reports = [json.loads(p.read_text()) for p in sorted(out.glob("rank*.error.json"))]
+    causes = [r for r in reports if not _CONSEQUENCE.search(r["error"])]
+    waiting = [r for r in reports if _CONSEQUENCE.search(r["error"])]
+    lines = [_reported(r) for r in causes]
+    lines.extend(_torchrun_failures(output, {r["rank"] for r in reports}))
+    lines.extend(_reported(r) + " (a collective with a failed or hung peer)" for r in waiting)
+    if code == -1:
+        lines.append(f"the watchdog stopped the run after {options.timeout_s + STARTUP_S:.0f} s")
+    if not lines:
+        lines.append(f"torchrun exited with code {code}; its output ends:\n" + "\n".join(output.splitlines()[-15:]))
+    return f"run on {options.nproc} ranks failed: " + "; ".join(lines)
+
+
+def _reported(r: dict[str, Any]) -> str:
+    where = f" in task {r['task']!r}" if r.get("task") else ""
+    where += f" at step {r['step']}" if r.get("step") is not None else ""
+    return f"rank {r['rank']} failed{where}: {r['error']}"
+
+
+_FAILURE = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank.*?\)\s*\n\s*exitcode\s*:\s*(-?\d+)(?:\s*\(pid: \d+\))?", re.S)
+
+
+def _torchrun_failures(output: str, reported: set[int]) -> list[str]:
+    """Ranks torchrun saw die without a report of their own (os._exit, a signal, a crash), before
+    the ones it stopped itself once another had failed."""
+    died, stopped = [], []
+    for rank, code in _FAILURE.findall(output):
+        if int(rank) in reported:
+            continue
+        if int(code) == -15:
+            stopped.append(f"rank {rank} was stopped by torchrun (SIGTERM) before it reported anything")
+        else:
+            cause = f"killed by signal {-int(code)}" if int(code) < 0 else f"exit code {code}"
+            died.append(f"rank {rank} died without a report ({cause})")
+    return died + stopped

@@ -1,0 +1,119 @@
+"""A plan as one rank executes it (no torch): per op, its mesh, the layout it reads each input in,
+its output layout, this rank's share and adapter; per tensor, where it lives when it appears.
+
+    data inputs    the data loader's layout (cost.edgecost.loader_layout): S(sample dim) on the
+                   1-D mesh of all devices when the batch divides evenly, else R
+    parameters     the layout their owner (first consumer, cost.memory.weight_owner) reads them in:
+                   the placements the plan gives them, and the ones their gradients are synced to
+    activations    the producer's output layout
+
+Every configuration covers all devices (space.runnable refuses sub-blocks), so a layout's mesh is
+its shape; a plan for one device runs on the 1-element mesh (1,) with everything replicated.
+`mesh_shapes` lists every mesh the run needs: the ops', the loader's, and the common refinement
+(cost.layout.refine) of each pair a tensor moves between.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from stratagem.cost.layout import TensorLayout, input_layout, output_layout, refine
+from stratagem.cost.memory import weight_owner
+from stratagem.ir import Graph, Op, Role
+from stratagem.runtime.views import WorkerView, worker_view
+from stratagem.space import REPLICATE, Configuration, OpLayout, Shard, layout
+from stratagem.space.runnable import adapter_of
+from stratagem.tdl.graphops import AnalysisCache
+from stratagem.tdl.library import LIBRARY
+
+
+@dataclass(frozen=True)
+class OpStep:
+    op: Op
+    attrs: Mapping[str, Any]                   # with the library's defaults
+    layout: OpLayout
+    inputs: tuple[TensorLayout, ...]           # the layout each input is read in
+    outputs: TensorLayout
+    view: WorkerView                           # this rank's share
+    adapter: str | None
+    analysis: Any
+
+    @property
+    def mesh_shape(self) -> tuple[int, ...]:
+        return self.outputs.mesh_shape
+
+
+@dataclass(frozen=True)
+class Schedule:
+    graph: Graph
+    num_devices: int
+    rank: int
+    steps: tuple[OpStep, ...]
+    sources: Mapping[str, TensorLayout]        # tensor -> its layout where it appears
+    mesh_shapes: tuple[tuple[int, ...], ...]
+
+    @property
+    def parameters(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.graph.tensors.values() if s.role in (Role.WEIGHT, Role.BUFFER))
+
+
+def on_mesh(lay: TensorLayout) -> TensorLayout:
+    """A layout on a real mesh: the whole-tensor layout of a one-device plan becomes (1,), R."""
+    return lay if lay.mesh_shape else TensorLayout(lay.first_device, (1,), (REPLICATE,))
+
+
+def build_schedule(graph: Graph, strategy: Mapping[str, Configuration], num_devices: int, rank: int
+                   ) -> Schedule:
+    analyses = AnalysisCache(graph)
+    steps = tuple(_step(graph, analyses, op, strategy[op.name], rank) for op in graph.ops)
+    by_op = {s.op.name: s for s in steps}
+    sources = {name: loader_layout(graph, name, num_devices) for name in graph.inputs}
+    sources.update(_parameter_layouts(graph, by_op, num_devices))
+    for s in steps:
+        sources.update((t, s.outputs) for t in s.op.outputs)
+    return Schedule(graph, num_devices, rank, steps, sources, _mesh_shapes(steps, sources, num_devices))
+
+
+def _step(graph: Graph, analyses: AnalysisCache, op: Op, config: Configuration, rank: int) -> OpStep:
+    analysis = analyses[op.name]
+    op_layout = layout(analysis, config)
+    inputs = tuple(on_mesh(input_layout(op_layout, i)) for i in range(len(op.inputs)))
+    attrs = dict(op.attrs) if op.kind == "opaque" else LIBRARY[op.kind].attrs_with_defaults(op.attrs)
+    view = worker_view(analysis, config, rank if config.num_devices > 1 else config.first_device)
+    return OpStep(op, attrs, op_layout, inputs, on_mesh(output_layout(op_layout)), view,
+                  adapter_of(analysis, config), analysis)
+
+
+def loader_layout(graph: Graph, name: str, num_devices: int) -> TensorLayout:
+    spec = graph.tensors[name]
+    d = spec.sample_dim
+    if d is None or num_devices == 1 or spec.shape[d] % num_devices:
+        return TensorLayout(0, (num_devices,), (REPLICATE,))
+    return TensorLayout(0, (num_devices,), (Shard(d),))
+
+
+def _parameter_layouts(graph: Graph, by_op: Mapping[str, OpStep], num_devices: int
+                       ) -> dict[str, TensorLayout]:
+    found = {}
+    for spec in graph.tensors.values():
+        if spec.role not in (Role.WEIGHT, Role.BUFFER):
+            continue
+        owner = weight_owner(graph, spec.name)
+        if owner is None:
+            found[spec.name] = TensorLayout(0, (num_devices,), (REPLICATE,))
+            continue
+        step = by_op[owner]
+        found[spec.name] = step.inputs[step.op.inputs.index(spec.name)]
+    return found
+
+
+def _mesh_shapes(steps, sources: Mapping[str, TensorLayout], num_devices: int) -> tuple[tuple[int, ...], ...]:
+    shapes = {(num_devices,)} | {s.mesh_shape for s in steps}
+    for s in steps:
+        for t, target in zip(s.op.inputs, s.inputs):
+            pair = refine(sources[t], target)
+            if pair is not None:
+                shapes.add(pair[0].mesh_shape)
+    return tuple(sorted(shapes, key=lambda shape: (len(shape), shape)))

@@ -1,0 +1,113 @@
+"""`stratagem run` and `stratagem validate` in one call: refuse, launch, measure, compare.
+
+    run_plans(paths, options)  ->  one report per plan (a dict, written as run.json)
+
+Before anything is launched: every plan must be runnable (runtime.runnable) and rebuildable (a zoo
+model, runtime.training), and its device count must match the ranks. One torchrun launch runs all
+the plans (a task each). Per plan the report has the losses, the measured iteration time (median of
+the steps after `warmup`; each step's time is the slowest rank's) and peak memory per rank
+(runtime.memory), the plan's predictions beside them with the relative errors
+(measured - predicted) / measured, and, with `check`, the comparison with a single-process run of
+the same module, weights, data and optimizer (runtime.compare).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stratagem.plan import Plan
+from stratagem.runtime.errors import NotRunnable
+from stratagem.runtime.launch import LaunchOptions, launch
+from stratagem.runtime.runnable import require_runnable
+
+MEMORY_MEANING = ("largest total of live tensor storage bytes on the rank during the first step "
+                  "(torch.distributed._tools.MemTracker: parameters, gradients, optimizer states, "
+                  "activations, temporaries; no allocator caching, Python objects or gloo buffers)")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    steps: int = 5
+    warmup: int = 1
+    check: bool = False
+    lr: float = 1e-3
+    seed: int = 0
+    nproc: int | None = None
+    timeout_s: float = 300.0
+    torchrun_args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    out_dir: str | None = None
+
+
+def run_plans(paths: Sequence[str | Path], options: RunOptions) -> list[dict[str, Any]]:
+    plans = [Plan.load(p) for p in paths]
+    nproc = _checked(plans, options)
+    tasks = [{"name": f"plan{i}", "plan": str(Path(p).resolve()), "steps": options.steps,
+              "warmup": options.warmup, "lr": options.lr, "seed": options.seed, "save_params": options.check}
+             for i, p in enumerate(paths)]
+    result = launch(tasks, LaunchOptions(nproc, options.timeout_s, options.torchrun_args, options.env),
+                    options.out_dir)
+    return [report(plan, str(path), result.results[t["name"]], result.out_dir / f"{t['name']}.params.pt",
+                   options) for plan, path, t in zip(plans, paths, tasks)]
+
+
+def _checked(plans: Sequence[Plan], options: RunOptions) -> int:
+    from stratagem.runtime.training import training_spec
+    sizes = {p.num_devices for p in plans}
+    if len(sizes) != 1:
+        raise NotRunnable("plans for different device counts cannot share one launch",
+                          got=str(sorted(sizes)), hint="Run them one device count at a time")
+    nproc = options.nproc or sizes.pop()
+    for plan in plans:
+        if plan.num_devices != nproc:
+            raise NotRunnable("--nproc does not match the plan", expected=f"{plan.num_devices} processes",
+                              got=str(nproc), hint="A plan runs on exactly the devices it was made for")
+        require_runnable(plan)
+        training_spec(plan, options.lr, options.seed)
+    if options.check and options.steps < 1:
+        raise NotRunnable("--check needs steps", expected="--steps >= 1", got=str(options.steps))
+    return nproc
+
+
+def report(plan: Plan, path: str, measured: dict[str, Any], params_path: Path, options: RunOptions
+           ) -> dict[str, Any]:
+    times = measured["step_times_s"]
+    timed = times[min(max(options.warmup, 1), len(times) - 1):] if len(times) > 1 else times
+    iteration = statistics.median(timed)
+    peaks = [p["num_bytes"] if p else None for p in measured["peak_memory"]]
+    largest = max((p for p in peaks if p is not None), default=float("nan"))
+    out = {"plan": path, "model": plan.model or plan.graph.name, "algorithm": plan.algorithm,
+           "cluster": plan.cluster, "world_size": measured["world_size"], "steps": len(times),
+           "losses": measured["losses"], "step_times_s": times, "iteration_time_s": iteration,
+           "predicted_iteration_time_s": plan.iteration_time_s,
+           "time_rel_error": relative_error(iteration, plan.iteration_time_s),
+           "peak_memory_bytes": peaks, "peak_memory_bytes_max": largest,
+           "predicted_peak_memory_bytes": plan.peak_memory_bytes,
+           "predicted_peak_memory_per_device": measured.get("predicted_peak_memory_per_device"),
+           "memory_rel_error": relative_error(largest, plan.peak_memory_bytes),
+           "peak_memory_meaning": MEMORY_MEANING,
+           "peak_memory_by_kind": [p["by_kind"] if p else None for p in measured["peak_memory"]]}
+    if options.check:
+        out["check"] = check(plan, measured["losses"], params_path, options)
+        out["max_rel_loss_diff"] = out["check"]["max_rel_loss_diff"]
+    return out
+
+
+def check(plan: Plan, losses: list[float], params_path: Path, options: RunOptions) -> dict[str, Any]:
+    import torch
+
+    from stratagem.runtime.compare import compare
+    from stratagem.runtime.training import reference_run, training_spec
+    reference = reference_run(training_spec(plan, options.lr, options.seed), len(losses))
+    params = torch.load(params_path) if params_path.exists() else None
+    out = compare(losses, params, reference).to_dict()
+    out["reference_losses"] = reference.losses
+    return out
+
+
+def relative_error(measured: float, predicted: float) -> float:
+    return (measured - predicted) / measured if measured else float("nan")

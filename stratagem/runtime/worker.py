@@ -1,0 +1,156 @@
+"""One torchrun rank: `python -m stratagem.runtime.worker JOB.json` (launched by runtime.launch).
+
+A job runs several tasks in one launch (torchrun's start-up costs seconds). Each task trains a zoo
+model under a plan for some steps and writes `<out>/<task>.json` (rank 0): the loss of every step,
+each step's time (the slowest rank's; the first `warmup` steps are not timed), every rank's peak
+memory (runtime.memory, measured during the first step), and, if asked, the final parameters
+(`<task>.params.pt`, whole tensors) and a checkpoint. A rank that fails writes
+`<out>/rank<r>.error.json` (the task, the step, the exception) before exiting non-zero, so the
+launcher can name it. `STRATAGEM_FAULT=rank:step:raise|exit|hang` injects a failure (tests).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from stratagem.plan import Plan, atomic_write_json
+
+FAULT_ENV = "STRATAGEM_FAULT"
+
+
+def main(job_path: str) -> int:
+    job = json.loads(Path(job_path).read_text())
+    out = Path(job["out_dir"])
+    rank = int(os.environ.get("RANK", 0))
+    where: dict[str, Any] = {"task": None, "step": None}
+    try:
+        _init(job)
+        for task in job["tasks"]:
+            where.update(task=task["name"], step=None)
+            run_task(task, out, where)
+        dist.barrier()
+        dist.destroy_process_group()
+        return 0
+    except BaseException as error:   # noqa: BLE001 - reported, then re-raised as an exit code
+        _report_error(out, rank, where, error)
+        raise
+
+
+def _init(job: dict[str, Any]) -> None:
+    backend = job.get("backend", "auto")
+    if backend == "auto":
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+    if backend == "nccl":
+        local = int(os.environ.get("LOCAL_RANK", 0))
+        torch.cuda.set_device(local)
+        torch.set_default_device(f"cuda:{local}")
+    torch.set_num_threads(int(job.get("threads", 1)))
+    dist.init_process_group(backend, timeout=timedelta(seconds=float(job.get("timeout_s", 120))))
+
+
+def run_task(task: dict[str, Any], out: Path, where: dict[str, Any]) -> None:
+    from stratagem.runtime import checkpoint
+    from stratagem.runtime.execute import parallelize
+    from stratagem.runtime.training import batch, build_module, make_optimizer, training_spec
+
+    plan = Plan.load(task["plan"])
+    spec = training_spec(plan, lr=task.get("lr", 1e-3), seed=task.get("seed", 0))
+    device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else None
+    model = parallelize(build_module(spec), plan, device)
+    optimizer = make_optimizer(spec.optimizer, model.parameters(), spec.lr)
+    start = checkpoint.load(model, optimizer, task["load_checkpoint"]) if task.get("load_checkpoint") else 0
+    losses, times, peak = [], [], None
+    for s in range(start, start + task["steps"]):
+        where["step"] = s
+        _maybe_fault(s)
+        inputs = batch(spec, s)
+        dist.barrier()
+        if peak is None and task.get("memory", True):
+            loss, time_s, peak = _measured_step(model, optimizer, inputs)
+        else:
+            loss, time_s = _timed_step(model, optimizer, inputs)
+        losses.append(loss)
+        times.append(time_s)
+    where["step"] = None
+    if task.get("save_checkpoint"):
+        checkpoint.save(model, optimizer, task["save_checkpoint"], start + task["steps"])
+    _write_results(task, out, plan, model, losses, times, peak)
+
+
+def _timed_step(model, optimizer, inputs) -> tuple[float, float]:
+    from stratagem.runtime.training import train_step
+    _sync()
+    begin = time.perf_counter()
+    loss = train_step(model, optimizer, inputs)
+    _sync()
+    return loss, time.perf_counter() - begin
+
+
+def _measured_step(model, optimizer, inputs):
+    from stratagem.runtime.memory import tracked
+    with tracked(model, optimizer) as peak:
+        loss, time_s = _timed_step(model, optimizer, inputs)
+    return loss, time_s, peak
+
+
+def _sync() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def _write_results(task, out: Path, plan: Plan, model, losses, times, peak) -> None:
+    slowest = torch.tensor(times, dtype=torch.float64)
+    dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+    peaks: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(peaks, None if peak is None else {"num_bytes": peak.num_bytes, "by_kind": peak.by_kind})
+    params = {name: p.full_tensor().detach().cpu() for name, p in model.named_parameters()} if task.get(
+        "save_params") else None
+    if dist.get_rank() != 0:
+        return
+    if params is not None:
+        torch.save(params, out / f"{task['name']}.params.pt")
+    atomic_write_json(out / f"{task['name']}.json", {
+        "task": task["name"], "plan": task["plan"], "world_size": dist.get_world_size(),
+        "losses": losses, "step_times_s": slowest.tolist(), "warmup": task.get("warmup", 1),
+        "peak_memory": peaks, "predicted_iteration_time_s": plan.iteration_time_s,
+        "predicted_peak_memory_bytes": plan.peak_memory_bytes,
+        "predicted_peak_memory_per_device": plan.details.get("peak_memory_per_device"),
+    })
+
+
+def _maybe_fault(step: int) -> None:
+    spec = os.environ.get(FAULT_ENV)
+    if not spec:
+        return
+    rank, at, mode = spec.split(":")
+    if int(rank) != dist.get_rank() or int(at) != step:
+        return
+    if mode == "exit":
+        os._exit(13)
+    if mode == "hang":
+        time.sleep(3600)
+    raise RuntimeError(f"injected fault ({FAULT_ENV}={spec})")
+
+
+def _report_error(out: Path, rank: int, where: dict[str, Any], error: BaseException) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(out / f"rank{rank}.error.json", {
+            "rank": rank, "task": where.get("task"), "step": where.get("step"),
+            "error": f"{type(error).__name__}: {error}", "traceback": traceback.format_exc(limit=8)})
+    except OSError:
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,25 @@
+"""Plans for the distributed tests: tiny zoo models at batch 8, from every search on main."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from stratagem.frontend import zoo
+from stratagem.plan import Plan
+from stratagem.search.planner import algorithms, context
+
+BATCH = 8
+
+
+@lru_cache(maxsize=None)
+def plan(model: str, algorithm: str, devices: int) -> Plan:
+    graph = zoo.build(model, batch_size=BATCH)
+    return algorithms()[algorithm](context(graph, f"cpu-1x{devices}", devices))
+
+
+def saved(directory: Path, model: str, algorithm: str, devices: int) -> Path:
+    path = directory / f"{model}-{algorithm}-{devices}.json"
+    if not path.exists():
+        plan(model, algorithm, devices).save(path)
+    return path
