@@ -115,7 +115,8 @@ def fig10(settings: Settings) -> Outcome:
             fits = "yes" if plan.peak_memory_bytes <= cap else "no (out of memory)"
             rows.append((label, method, seconds(plan.iteration_time_s), seconds(d["compute_time_s"]),
                          f"{d['communication_bytes'] / 1e9:.3g}", gib(plan.peak_memory_bytes), fits))
-            bars.setdefault(label, {})[method] = (plan.iteration_time_s, d["compute_time_s"])
+            bars.setdefault(label, {})[method] = (plan.iteration_time_s, d["compute_time_s"],
+                                                  plan.peak_memory_bytes <= cap)
     table = Table.of(("model", "method", "iteration s (simulated)", "compute s (busiest GPU)", "GB moved",
                       "peak memory GiB", "fits (memory / 1.1)"), rows,
                      f"Partition algorithms at {workers} workers on {CLUSTER}")
@@ -134,12 +135,13 @@ def draw_fig10(path, bars):
         x = np.arange(len(methods))
         total = [v[0] for v in methods.values()]
         compute = [min(v[1], v[0]) for v in methods.values()]
-        ax.bar(x, total, color="C0", alpha=0.45, label="iteration")
-        ax.bar(x, compute, color="C0", label="compute (busiest GPU)")
+        hatches = ["" if v[2] else "//" for v in methods.values()]
+        ax.bar(x, total, color="C0", alpha=0.45, hatch=hatches, label="iteration")
+        ax.bar(x, compute, color="C0", hatch=hatches, label="compute (busiest GPU)")
         ax.set_xticks(x, list(methods), fontsize=7, rotation=20)
         ax.set_ylabel("seconds per iteration (simulated)")
-        ax.set_title(model, fontsize=10)
-        ax.legend(fontsize=7)
+        ax.set_title(f"{model} (hatched: out of memory)", fontsize=10)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     return save(figure, path)
 
 
