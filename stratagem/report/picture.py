@@ -85,8 +85,9 @@ def write_picture_png(plan: Plan, cells: Mapping[str, OpCells], path: str | Path
     for x, op in enumerate(ops):
         for d in cells[op].devices:
             grid[d, x] = names.index(cells[op].category)
-    colors = plt.get_cmap("tab10").colors
-    cmap = plt.matplotlib.colors.ListedColormap([colors[i % 10] for i in range(len(names))]).with_extremes(bad="white")
+    colors = plt.get_cmap("tab10" if len(names) <= 10 else "tab20").colors     # one color per category
+    cmap = plt.matplotlib.colors.ListedColormap([colors[i % len(colors)] for i in range(len(names))]
+                                                ).with_extremes(bad="white")
     width = min(max(6.0, len(ops) * 0.06), 24.0)
     figure, axes = plt.subplots(figsize=(width, 1.5 + 0.25 * plan.num_devices))
     axes.imshow(np.ma.masked_invalid(grid), aspect="auto", interpolation="nearest", cmap=cmap,
