@@ -67,3 +67,13 @@ def test_errors_say_what_was_expected(args, message, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("stratagem plan: error:") and message in err
     assert not (tmp_path / "never.json").exists()
+
+
+@pytest.mark.parametrize("algorithm, extra", [("mcmc", ["--budget-s", "0.5", "--seed", "3"]), ("tofu", [])])
+def test_the_randomized_and_recursive_searches_by_name(algorithm, extra, tmp_path):
+    path = tmp_path / f"{algorithm}.json"
+    assert main(["plan", "rnn-tiny", "--devices", "2", "--algorithm", algorithm, *extra, "-o", str(path)]) == 0
+    plan = Plan.load(path)
+    assert plan.algorithm == algorithm and plan.num_devices == 2
+    if algorithm == "mcmc":
+        assert plan.details["proposals"] > 0 and plan.details["search_time_s"] <= 5.0
