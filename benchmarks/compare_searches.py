@@ -39,6 +39,8 @@ def per_iteration_row(graph, cluster: str, devices: int, budget_s: float) -> lis
     cells = []
     for algorithm in ALGORITHMS:
         kwargs = {"budget_s": budget_s, "seed": 0} if algorithm == "mcmc" else {}
+        if algorithm in ("mcmc", "ft", "tofu"):
+            kwargs["runnable"] = False          # the papers' whole spaces, halos and sub-blocks too
         began = time.perf_counter()
         try:
             plan = search(graph, cluster, algorithm=algorithm, devices=devices, **kwargs)

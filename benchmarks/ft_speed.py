@@ -34,7 +34,7 @@ def measure(name: str, cluster: str = "v100-2x8", devices: int = 16) -> dict:
         result = frontier_tracking(space.problem, PLANNER_FT)
         runs.append(time.perf_counter() - start)
     start = time.perf_counter()
-    front = frontier(graph, cluster, ctx=context(graph, cluster, devices))
+    front = frontier(graph, cluster, ctx=context(graph, cluster, devices), runnable=False)
     total_s = time.perf_counter() - start
     return {"model": name, "ops": len(graph.ops), "groups": len(space.groups),
             "ft_s": min(runs), "build_s": build_s, "frontier_s": total_s, "points": len(front),

@@ -21,9 +21,10 @@ from stratagem.search.planner import context
 from stratagem.space import SpaceOptions
 
 CASES = [("lenet", "coarsened, whole SOAP space", SpaceOptions(), True),
-         ("rnnlm-2", "coarsened, all devices, 1 axis, no reduction splits",
+         ("rnnlm-2", "coarsened, all devices, 1 axis",
           SpaceOptions(max_axes=1, allow_fewer_devices=False), True),
-         ("rnnlm-2", "coarsened, all devices, 1 axis", SpaceOptions(max_axes=1, allow_fewer_devices=False), True)]
+         ("rnnlm-2", "coarsened, all devices, 2 axes, no reduction splits",
+          SpaceOptions(max_axes=2, allow_fewer_devices=False, allow_reduction=False), True)]
 FULL = [("lenet", "every op, whole SOAP space", SpaceOptions(), False)]
 
 

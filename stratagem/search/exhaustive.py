@@ -332,9 +332,10 @@ def _too_large(space: ChoiceSpace, max_time_s: float, got: str) -> ExhaustiveToo
              "coarsen=True), raise max_time_s, or use algorithm='mcmc'")
 
 
-def exhaustive(ctx, space: SpaceOptions = SpaceOptions(), coarsen: bool = False, **kwargs) -> Plan:
-    from stratagem.search.planner import make_plan
-    result = exhaustive_search(ctx, build_space(ctx, space, coarsen), **kwargs)
+def exhaustive(ctx, space: SpaceOptions = SpaceOptions(), coarsen: bool = False, runnable: bool = True,
+               **kwargs) -> Plan:
+    from stratagem.search.planner import make_plan, runnable_space
+    result = exhaustive_search(ctx, build_space(ctx, runnable_space(space, runnable), coarsen), **kwargs)
     details = {"space": result.space.description, "space_size": result.space.size, "nodes": result.nodes,
                "leaves_simulated": result.leaves, "search_time_s": result.elapsed_s,
                "estimated_leaves": result.estimate.leaves, "estimated_s": result.estimate.seconds}

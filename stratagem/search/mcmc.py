@@ -292,8 +292,10 @@ def build_space(ctx, space: SpaceOptions = SpaceOptions(), coarsen: bool = False
     return group_space(ctx.model, space) if coarsen else op_space(ctx.model, space)
 
 
-def mcmc(ctx, space: SpaceOptions = SpaceOptions(), coarsen: bool = False, **kwargs) -> Plan:
-    from stratagem.search.planner import make_plan
+def mcmc(ctx, space: SpaceOptions = SpaceOptions(), coarsen: bool = False, runnable: bool = True,
+         **kwargs) -> Plan:
+    from stratagem.search.planner import make_plan, runnable_space
+    space = runnable_space(space, runnable)
     fields = MCMCOptions.__dataclass_fields__
     unknown = sorted(k for k in kwargs if k not in fields)
     if unknown:

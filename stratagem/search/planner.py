@@ -80,12 +80,18 @@ def device_memory_cap(ctx: PlanningContext) -> float:
 
 # ---- frontier tracking ---------------------------------------------------------------------------
 
+def runnable_space(space: SpaceOptions, runnable: bool) -> SpaceOptions:
+    """`space`, kept to what stratagem.runtime executes when `runnable` (the planner's default:
+    a plan it returns runs; runnable=False searches the papers' whole spaces)."""
+    return replace(space, runnable=True) if runnable else space
+
+
 def frontier(graph: Graph, cluster: Cluster | str, devices: int | None = None, optimizer: str = "adam",
              space: SpaceOptions = FT_SPACE, options: FTOptions = PLANNER_FT,
-             ctx: PlanningContext | None = None) -> Frontier:
+             ctx: PlanningContext | None = None, runnable: bool = True) -> Frontier:
     """The (peak memory, iteration time) frontier by Frontier Tracking (TensorOpt §3)."""
     ctx = ctx or context(graph, cluster, devices, optimizer)
-    search_space = build_search_space(ctx.model, space)
+    search_space = build_search_space(ctx.model, runnable_space(space, runnable))
     result = frontier_tracking(search_space.problem, options)
     fixes = [{"op": search_space.groups[f.node].anchor, "config": str(search_space.configs[f.node][f.config]),
               "reason": f.reason} for f in result.heuristic_fixes]
@@ -139,10 +145,11 @@ def device_counts(cluster: Cluster, start: int = 1, stop: int | None = None) -> 
 def find_strategy(graph: Graph, cluster: Cluster | str, mode: str = "mini_time",
                   memory_cap_bytes: float | None = None, devices: int | None = None,
                   optimizer: str = "adam", device_range: tuple[int, int] | None = None,
-                  space: SpaceOptions = FT_SPACE, options: FTOptions = PLANNER_FT):
+                  space: SpaceOptions = FT_SPACE, options: FTOptions = PLANNER_FT, runnable: bool = True):
     """mini_time: least time under the cap on `devices`; mini_parallelism: fewest devices that
     fit; profiling: {device count: least-time plan or None} over `device_range`."""
     mode = mode.replace("-", "_")
+    space = runnable_space(space, runnable)
     if mode == "mini_time":
         ctx = context(graph, cluster, devices, optimizer)
         cap = memory_cap_bytes or device_memory_cap(ctx)
@@ -181,7 +188,7 @@ Algorithm = Callable[..., Plan]
 
 def _ft_min_time(ctx: PlanningContext, **kwargs) -> Plan:
     front = frontier(ctx.graph, ctx.cluster, ctx=ctx, **{k: v for k, v in kwargs.items()
-                                                          if k in ("space", "options")})
+                                                          if k in ("space", "options", "runnable")})
     return replace(front.min_time, algorithm="ft")
 
 
@@ -196,6 +203,9 @@ def algorithms() -> dict[str, Algorithm]:
 
 def search(graph: Graph, cluster: Cluster | str, algorithm: str = "ft", devices: int | None = None,
            optimizer: str = "adam", **kwargs) -> Plan:
+    """One plan by `algorithm`. The searches (ft, mcmc, exhaustive, tofu) keep to configurations
+    the runtime executes unless given runnable=False; the baselines are the papers' strategies
+    as they are (`stratagem run` refuses, before launch, one that cannot run)."""
     table = algorithms()
     if algorithm not in table:
         raise ConfigError("unknown search algorithm", expected=f"one of {sorted(table)}", got=repr(algorithm))

@@ -33,7 +33,9 @@ minimizes: there a dim split in two steps nests its chunks in step order, so swa
 is no longer a relabeling of workers, and neither theorem holds (on a 3-layer MLP at 8 workers
 the recursion then pays 311,296 bytes against 294,912 for the best sequence).
 
-kwargs of `tofu` (and of `search(..., algorithm="tofu")`): `options=FTOptions(workers=1)`.
+kwargs of `tofu` (and of `search(..., algorithm="tofu")`): `options=FTOptions(workers=1)`;
+`runnable=True` keeps every step's dims to splits the runtime executes (False: Tofu's whole space,
+halo exchanges included, as the paper partitions).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from stratagem.search.space import member_configs
 from stratagem.search.tofu_cost import TofuCost
 from stratagem.space import Configuration, Level, SpaceOptions
 from stratagem.space.enumerate import is_valid
+from stratagem.space.runnable import refusal
 
 BASIC = SpaceOptions(allow_replicate=False, allow_irregular=False)
 
@@ -83,8 +86,8 @@ class StepChoices:
 
 
 class Tofu:
-    def __init__(self, model, groups: tuple[Group, ...] | None = None):
-        self.model, self.cost = model, TofuCost(model)
+    def __init__(self, model, groups: tuple[Group, ...] | None = None, runnable: bool = False):
+        self.model, self.cost, self.runnable = model, TofuCost(model), runnable
         groups = groups or coarsen(model.graph, model.analyses)
         self.nodes = tuple(TofuNode(g, tuple(self.cost.weights_read(g.members).items())) for g in groups)
         self.node_of = {op: n for n, node in enumerate(self.nodes) for op in node.group.members}
@@ -107,12 +110,21 @@ class Tofu:
         for node, levels in zip(self.nodes, prefix):
             analysis = self.model.analyses[node.group.anchor]
             found = [d.name for d in analysis.dims
-                     if d.splittable and is_valid(analysis, (*levels, Level(d.name, parts)), BASIC)] or [None]
+                     if d.splittable and is_valid(analysis, (*levels, Level(d.name, parts)), BASIC)
+                     and self._runs(node.group, Configuration((*levels, Level(d.name, parts))))] or [None]
             dims.append(tuple(found))
             nested.append(tuple(Configuration((*levels, Level(d, parts))) for d in found))
             basic = [Configuration((Level(d, parts),)) for d in found]
             members.append(member_configs(self.model, node.group, basic))
         return StepChoices(tuple(dims), tuple(nested), tuple(members))
+
+    def _runs(self, group: Group, anchor: Configuration) -> bool:
+        """With `runnable`: every op of the node can run its configuration (space.runnable)."""
+        if not self.runnable:
+            return True
+        derived = member_configs(self.model, group, [anchor])
+        return all(refusal(self.model.analyses[op], configs[0], anchor.num_devices) is None
+                   for op, configs in derived.items())
 
     def step_problem(self, choices: StepChoices) -> CostProblem:
         node_time = [np.zeros(len(d)) for d in choices.dims]
@@ -199,10 +211,10 @@ class TofuResult:
     nested_bytes: float              # every worker fetching for its final region (not minimized)
 
 
-def tofu(ctx, options: FTOptions = FTOptions(workers=1)) -> Plan:
+def tofu(ctx, options: FTOptions = FTOptions(workers=1), runnable: bool = True) -> Plan:
     from stratagem.search.planner import make_plan
     began = time.perf_counter()
-    result = Tofu(ctx.model).run(ctx.num_devices, options)
+    result = Tofu(ctx.model, runnable=runnable).run(ctx.num_devices, options)
     elapsed = time.perf_counter() - began
     details = {"tofu_bytes": result.communication_bytes, "nested_bytes": result.nested_bytes,
                "search_time_s": elapsed, "step_dims": [list(s.dims) for s in result.steps],

@@ -10,12 +10,15 @@ from stratagem.plan import Plan
 from stratagem.search.planner import algorithms, context
 
 BATCH = 8
+# searches with a time budget get a fixed number of proposals instead: the same plan every run
+ARGS = {"mcmc": {"budget_s": None, "max_proposals": 60, "seed": 0},
+        "exhaustive": {"coarsen": True, "max_time_s": 60.0}}
 
 
 @lru_cache(maxsize=None)
 def plan(model: str, algorithm: str, devices: int) -> Plan:
     graph = zoo.build(model, batch_size=BATCH)
-    return algorithms()[algorithm](context(graph, f"cpu-1x{devices}", devices))
+    return algorithms()[algorithm](context(graph, f"cpu-1x{devices}", devices), **ARGS.get(algorithm, {}))
 
 
 def saved(directory: Path, model: str, algorithm: str, devices: int) -> Path:

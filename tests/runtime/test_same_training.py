@@ -20,11 +20,14 @@ CASES = {
           ("transformer-tiny", "owt"), ("transformer-tiny", "tofu-like"),
           ("gpt-tiny-tiny", "data-parallel"), ("gpt-tiny-tiny", "owt"),
           ("rnnlm-2-tiny", "owt"), ("rnnlm-2-tiny", "tofu-like"),
-          ("resnet-101-tiny", "tofu-like")],
+          ("resnet-101-tiny", "tofu-like"),
+          ("transformer-tiny", "mcmc"), ("lenet-tiny", "exhaustive"), ("lenet-tiny", "tofu"),
+          ("mlp-tiny", "expert")],
     4: [("mlp-tiny", a) for a in ("ft", "owt", "tofu-like", "mesh-tf")]
        + [("lenet-tiny", "tofu-like"), ("lenet-tiny", "mesh-tf"),
           ("transformer-tiny", "ft"), ("transformer-tiny", "tofu-like"),
-          ("rnnlm-2-tiny", "ft"), ("gpt-tiny-tiny", "owt")],
+          ("rnnlm-2-tiny", "ft"), ("gpt-tiny-tiny", "owt"),
+          ("mlp-tiny", "tofu"), ("lenet-tiny", "mcmc"), ("lenet-tiny", "expert")],
 }
 STEPS = 3
 
