@@ -8,8 +8,10 @@ restricted space cannot split at all.
     mesh_tf_frontier(ctx)   Mesh-TensorFlow's restricted space; ops with no dims (scalars) are
                             replicated over the mesh, as Mesh-TensorFlow does with scalars
 
-The search layer's own `tofu_like` and `mesh_tf_frontier` are tried first; these fall back only
-when they fail on such ops (a workaround reported to the search layer's owner).
+Baselines are the papers' strategies as they are: searched over the papers' whole space
+(runnable=False), not only what stratagem.runtime executes. The search layer's `mesh_tf_frontier`
+is tried first and this one runs only where it fails on scalars; `search.baselines.tofu_like`
+fails on such ops outright (both reported to the search layer's owner).
 """
 
 from __future__ import annotations
@@ -46,20 +48,16 @@ class ReplicateWhereNothingSplits:
 
 
 def tofu_like(ctx) -> Plan:
-    from stratagem.search import baselines
-    try:
-        return baselines.tofu_like(ctx)
-    except ValueError:            # some op has no split over every device without replication
-        pass
     space = replace(TOFU_SPACE, max_axes=_ft_max_axes())
     return replace(restricted_frontier(ctx, space).min_time, algorithm="tofu-like")
 
 
 def restricted_frontier(ctx, space: SpaceOptions) -> Frontier:
-    """FT's frontier over a restricted space; ops with no configuration in it are replicated."""
+    """FT's frontier over a restricted space (within the papers' whole space, not only what the
+    runtime executes); ops with no configuration in it are replicated."""
     from stratagem.search.planner import frontier
     lenient = replace(ctx, model=ReplicateWhereNothingSplits(ctx.model))
-    return frontier(ctx.graph, ctx.cluster, ctx=lenient, space=space)
+    return frontier(ctx.graph, ctx.cluster, ctx=lenient, space=space, runnable=False)
 
 
 def _ft_max_axes() -> int:

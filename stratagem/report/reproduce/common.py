@@ -147,7 +147,7 @@ def context(graph, cluster, devices: int):
 def frontier_and_points(ctx):
     from stratagem.report.frontier_plot import frontier_points
     from stratagem.search.planner import frontier
-    front = frontier(ctx.graph, ctx.cluster, ctx=ctx)
+    front = frontier(ctx.graph, ctx.cluster, ctx=ctx, runnable=False)      # the papers' whole space
     return front, tuple(frontier_points(front, ctx.model))
 
 

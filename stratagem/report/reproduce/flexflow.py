@@ -37,10 +37,25 @@ def graph_at(model: str, gpus: int, quick: bool):
 def _search(graph, cluster: str, gpus: int, algorithm: str, **options):
     """The plan, or None where the search finds nothing that fits the memory cap."""
     from stratagem.search.planner import NothingFits, search
+    if algorithm in WHOLE_SPACE:
+        options = {"runnable": False, **options}           # the paper's whole space
     try:
         return search(graph, cluster, algorithm, devices=gpus, **options)
     except NothingFits:
         return None
+
+
+WHOLE_SPACE = ("mcmc", "tofu", "ft", "exhaustive")     # searches that otherwise keep to what the runtime runs
+
+
+def optcnn(graph, cluster: str, gpus: int):
+    """OptCNN's single objective: the least additive time of FT's frontier (TensorOpt §5.1)."""
+    from dataclasses import replace
+
+    from stratagem.report.frontier_plot import additive_min_time
+    from stratagem.report.reproduce.common import frontier_and_points
+    front, _ = frontier_and_points(context(graph, cluster, gpus))
+    return replace(additive_min_time(front), algorithm="optcnn")
 
 
 def label(model: str, quick: bool) -> str:
@@ -144,17 +159,20 @@ def fig9b(settings: Settings) -> Outcome:
     rows, bars = [], {}
     for model in settings.track(models, "models"):
         graph = graph_at(model, n, settings.quick)
-        optcnn = _search(graph, "p100-4x4", n, "optcnn")
+        optcnn_plan = optcnn(graph, "p100-4x4", n)
         flexflow = _search(graph, "p100-4x4", n, "mcmc", budget_s=mcmc_budget_s(settings.quick))
-        if optcnn is None or flexflow is None:
-            rows.append((label(model, settings.quick), "-", "-", "nothing fits"))
+        if flexflow is None:
+            rows.append((label(model, settings.quick), seconds(optcnn_plan.iteration_time_s), "nothing fits", "-"))
             continue
-        bars[label(model, settings.quick)] = (optcnn.iteration_time_s, flexflow.iteration_time_s)
-        rows.append((label(model, settings.quick), seconds(optcnn.iteration_time_s), seconds(flexflow.iteration_time_s),
-                     f"{optcnn.iteration_time_s / flexflow.iteration_time_s:.2f}x"))
+        bars[label(model, settings.quick)] = (optcnn_plan.iteration_time_s, flexflow.iteration_time_s)
+        rows.append((label(model, settings.quick), seconds(optcnn_plan.iteration_time_s),
+                     seconds(flexflow.iteration_time_s),
+                     f"{optcnn_plan.iteration_time_s / flexflow.iteration_time_s:.2f}x"))
     table = Table.of(("model", "OptCNN s", "FlexFlow s", "speed-up"), rows,
                      f"OptCNN against FlexFlow on {n} P100 (simulated iteration time)")
-    return Outcome((table,), ("OptCNN here is the min-time end of FT's frontier (TensorOpt: OptCNN finds that point)",),
+    return Outcome((table,), ("OptCNN here is the least additive time on FT's frontier (OptCNN minimizes its own "
+                              "cost model; TensorOpt: it finds the fastest end of the frontier); both searches "
+                              "over the paper's whole space",),
                    lambda path: draw_bars(path, bars, ("OptCNN", "FlexFlow"), "iteration time (s)"))
 
 

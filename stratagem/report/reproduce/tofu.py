@@ -40,7 +40,7 @@ def table1(settings: Settings) -> Outcome:
         graph = zoo_graph(name)
         start = time.perf_counter()
         from stratagem.search.planner import search
-        plan = search(graph, CLUSTER, "tofu", devices=workers)
+        plan = search(graph, CLUSTER, "tofu", devices=workers, runnable=False)
         search_s = time.perf_counter() - start
         rows.append((name, str(len(graph.ops)), f"{search_s:.1f}", PAPER_TABLE1.get(name, "-"),
                      seconds(plan.iteration_time_s)))
@@ -93,7 +93,7 @@ def fig10_plans(ctx) -> dict[str, object]:
         "EqualChop": replace(restricted_frontier(ctx, EQUAL_CHOP).min_time, algorithm="equal-chop"),
         "ICML18": replace(restricted_frontier(ctx, ICML18).min_time, algorithm="icml18"),
     }
-    out["Tofu"] = search(ctx.graph, ctx.cluster, "tofu", devices=ctx.num_devices) if has_tofu() else \
+    out["Tofu"] = search(ctx.graph, ctx.cluster, "tofu", devices=ctx.num_devices, runnable=False) if has_tofu() else \
         "pending: search(..., algorithm='tofu') is not registered in planner.algorithms() yet"
     return out
 
