@@ -4,8 +4,8 @@
                     that reads the batch (a mean loss); ops with neither replicate
     model-parallel  layers to devices: each op whole on one device, contiguous runs of ops in
                     topological order, balanced by compute time (`_balanced_blocks`)
-    owt             Krizhevsky's one weird trick: data-parallel everywhere except ops with weights
-                    whose parameter dim can split (fully-connected layers): model-parallel there
+    owt             Krizhevsky's one weird trick: data-parallel everywhere except the fully-connected
+                    layers (linear, addmm, mm, matmul), whose output features split: model-parallel
     optcnn          a single objective: the min-time end of the frontier (TensorOpt: OptCNN "always
                     finds the point with the shortest per-iteration time")
     tofu-like       every tensor split across all devices, no replication (TensorOpt simulates
@@ -73,12 +73,18 @@ def owt(ctx, **_) -> Plan:
     return make_plan(ctx, owt_strategy(ctx), "owt")
 
 
+FULLY_CONNECTED = ("linear", "addmm", "mm", "matmul")
+
+
 def owt_strategy(ctx) -> dict[str, Configuration]:
+    """Krizhevsky's one weird trick: data parallel everywhere but the fully-connected layers,
+    which split their output features (model parallel). Other ops with weights (convolutions,
+    batch norm's affine) stay data parallel."""
     strategy = data_parallel_strategy(ctx)
     for op in ctx.graph.ops:
         analysis = ctx.model.analyses[op.name]
         params = [d.name for d in analysis.dims if d.kind == "parameter" and d.splittable]
-        if params and "conv" not in op.kind:
+        if params and op.kind in FULLY_CONNECTED:
             config = _all_devices(ctx, params[0])
             if _valid(analysis, config):
                 strategy[op.name] = config
