@@ -174,7 +174,7 @@ def mesh_tf_strategies(ctx, max_axes: int = 2):
             strategy = {}
             for op in ctx.graph.ops:
                 analysis = ctx.model.analyses[op.name]
-                levels = tuple(Level(by_op[op.name].get(c) if c is not None else None, size)
+                levels = tuple(Level(by_op.get(op.name, {}).get(c) if c is not None else None, size)
                                for c, size in zip(chosen, shape))
                 config = Configuration(levels)
                 if not _valid(analysis, config):

@@ -19,7 +19,7 @@ configuration lists), so repeated layers are priced once.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -77,7 +77,7 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
     groups = coarsen(graph, model.analyses) if coarsening else tuple(
         Group(op.name, (op.name,), "single") for op in graph.ops)
     group_of = {m: g for g, group in enumerate(groups) for m in group.members}
-    configs = tuple(model.configurations(group.anchor, options) for group in groups)
+    configs = tuple(_configurations(model, group.anchor, options) for group in groups)
     members = tuple(member_configs(model, group, cfgs) for group, cfgs in zip(groups, configs))
     node_mem, node_time = [], []
     for g, group in enumerate(groups):
@@ -101,6 +101,13 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
     problem = CostProblem(tuple(node_mem), tuple(node_time), tuple(edges),
                           tuple(group.anchor for group in groups))
     return SearchSpace(groups, configs, members, problem, tuple(cross))
+
+
+def _configurations(model, op_name: str, options: SpaceOptions) -> tuple[Configuration, ...]:
+    """The op's configurations in `options`; an op with none there (a scalar loss in a space
+    without replication, a batch smaller than the devices) is replicated instead."""
+    found = model.configurations(op_name, options)
+    return found or model.configurations(op_name, replace(options, allow_replicate=True))
 
 
 def member_configs(model, group: Group, anchor_configs) -> dict[str, tuple[Configuration, ...]]:
