@@ -10,8 +10,8 @@ restricted space cannot split at all.
 
 Baselines are the papers' strategies as they are: searched over the papers' whole space
 (runnable=False), not only what stratagem.runtime executes. The search layer's `mesh_tf_frontier`
-is tried first and this one runs only where it fails on scalars; `search.baselines.tofu_like`
-fails on such ops outright (both reported to the search layer's owner).
+is tried first. (The search layer now replicates such ops itself, `search.space._configurations`;
+the fallback here stays for spaces built elsewhere.)
 """
 
 from __future__ import annotations
