@@ -98,11 +98,16 @@ class Plan:
 
 
 class Frontier(Sequence):
-    """Plans on the time / peak-memory frontier, memory ascending and time descending."""
+    """Plans on the time / peak-memory frontier, memory ascending and time descending.
+    `alternatives`: simulated plans from outside the search (data parallel) that the choices
+    (`planner.mini_time`) also weigh, so a plan chosen is never slower than the simplest one;
+    they are not frontier points and are not iterated."""
 
-    def __init__(self, plans: Sequence[Plan], details: Mapping[str, Any] | None = None):
+    def __init__(self, plans: Sequence[Plan], details: Mapping[str, Any] | None = None,
+                 alternatives: Sequence[Plan] = ()):
         self._plans = tuple(sorted(plans, key=lambda p: (p.additive_memory_bytes, p.additive_time_s)))
         self.details = dict(details or {})
+        self.alternatives = tuple(alternatives)
 
     def __getitem__(self, index):
         return self._plans[index]
@@ -125,7 +130,8 @@ class Frontier(Sequence):
         graph = self._plans[0].graph if self._plans else None
         return {"format_version": FORMAT_VERSION, "details": self.details,
                 "graph": graph_to_dict(graph) if graph is not None else None,
-                "plans": [p.to_dict(with_graph=False) for p in self._plans]}
+                "plans": [p.to_dict(with_graph=False) for p in self._plans],
+                "alternatives": [p.to_dict(with_graph=False) for p in self.alternatives]}
 
     def save(self, path: str | Path) -> None:
         atomic_write_json(path, self.to_dict())
@@ -135,7 +141,8 @@ class Frontier(Sequence):
         data = read_json(path)
         _check_version(data)
         graph = graph_from_dict(data["graph"]) if data.get("graph") else None
-        return cls([Plan.from_dict(p, graph) for p in data["plans"]], data.get("details"))
+        return cls([Plan.from_dict(p, graph) for p in data["plans"]], data.get("details"),
+                   [Plan.from_dict(p, graph) for p in data.get("alternatives", [])])
 
 
 def config_to_dict(config: Configuration) -> dict[str, Any]:

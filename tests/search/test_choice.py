@@ -1,0 +1,43 @@
+"""Choosing from a frontier: the least simulated time under the cap, never slower than data parallel."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from stratagem import zoo
+from stratagem.plan import Frontier
+from stratagem.search.baselines import data_parallel_strategy
+from stratagem.search.planner import NothingFits, context, frontier, mini_time
+
+
+@pytest.fixture(scope="module")
+def front():
+    graph = zoo.build("mlp-tiny")
+    return frontier(graph, "cpu-1x2", ctx=context(graph, "cpu-1x2", 2))
+
+
+def test_the_frontier_carries_data_parallel_simulated(front):
+    ctx = context(zoo.build("mlp-tiny"), "cpu-1x2", 2)
+    (dp,) = front.alternatives
+    assert dp.algorithm == "data-parallel" and dict(dp.strategy) == data_parallel_strategy(ctx)
+    assert dp.iteration_time_s > 0 and dp.peak_memory_bytes > 0
+    assert dp not in list(front)                       # not a frontier point
+
+
+def test_mini_time_weighs_the_alternatives_under_the_cap(front):
+    faster = replace(front.alternatives[0], iteration_time_s=0.5 * min(p.iteration_time_s for p in front))
+    both = Frontier(list(front), front.details, [faster])
+    assert mini_time(both, float("inf")) is faster
+    assert mini_time(both, faster.peak_memory_bytes * 0.999) is not faster     # over the cap: not chosen
+    least = min(p.peak_memory_bytes for p in [*front, faster])
+    with pytest.raises(NothingFits):
+        mini_time(both, least * 0.5)
+
+
+def test_alternatives_survive_save_and_load(front, tmp_path):
+    front.save(tmp_path / "front.json")
+    loaded = Frontier.load(tmp_path / "front.json")
+    assert [p.iteration_time_s for p in loaded.alternatives] == [p.iteration_time_s for p in front.alternatives]
+    assert len(loaded) == len(front)
