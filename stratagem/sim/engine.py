@@ -76,24 +76,16 @@ def count_per_resource(n_res, alive, res_ptr, res_cnt, res_pool):
 
 
 @njit(cache=True)
-def full_simulation(alive, duration, topo, res_ptr, res_cnt, res_pool, pred_cnt, succ_ptr, succ_cnt,
-                    succ_pool, order_ptr, order_cnt, order_pool, ready, start, end):
-    """Algorithm 1. Fills ready/start/end and the per-resource orders; returns tasks simulated."""
-    n = alive.size
-    waiting = pred_cnt.copy()
-    for r in range(order_cnt.size):
-        order_cnt[r] = 0
-    last_end = np.zeros(order_cnt.size)
-    heap = [(0.0, 0.0, np.int64(0))]
-    heap.pop()
-    for t in range(n):
-        if alive[t]:
-            ready[t] = 0.0
-            if waiting[t] == 0:
-                heapq.heappush(heap, (0.0, topo[t], np.int64(t)))
+def _drain(k_ready, k_topo, heap, waiting, last_end, duration, topo, res_ptr, res_cnt, res_pool,
+           succ_ptr, succ_cnt, succ_pool, order_ptr, order_cnt, order_pool, ready, start, end):
+    """Algorithm 1's event loop: pop the least (ready, topo) task, start it when its resources are
+    free, append it to their orders, release its successors. Returns the tasks simulated, or -1
+    when a task's key is below (k_ready, k_topo) (delta's bound violated)."""
     done = 0
     while len(heap) > 0:
-        r_t, _, t = heapq.heappop(heap)
+        r_t, k_t, t = heapq.heappop(heap)
+        if r_t < k_ready or (r_t == k_ready and k_t < k_topo):
+            return -1
         s = r_t
         for j in range(res_cnt[t]):
             r = res_pool[res_ptr[t] + j]
@@ -115,6 +107,26 @@ def full_simulation(alive, duration, topo, res_ptr, res_cnt, res_pool, pred_cnt,
             if waiting[u] == 0:
                 heapq.heappush(heap, (ready[u], topo[u], u))
     return done
+
+
+@njit(cache=True)
+def full_simulation(alive, duration, topo, res_ptr, res_cnt, res_pool, pred_cnt, succ_ptr, succ_cnt,
+                    succ_pool, order_ptr, order_cnt, order_pool, ready, start, end):
+    """Algorithm 1. Fills ready/start/end and the per-resource orders; returns tasks simulated."""
+    n = alive.size
+    waiting = pred_cnt.copy()
+    for r in range(order_cnt.size):
+        order_cnt[r] = 0
+    last_end = np.zeros(order_cnt.size)
+    heap = [(0.0, 0.0, np.int64(0))]
+    heap.pop()
+    for t in range(n):
+        if alive[t]:
+            ready[t] = 0.0
+            if waiting[t] == 0:
+                heapq.heappush(heap, (0.0, topo[t], np.int64(t)))
+    return _drain(-np.inf, -np.inf, heap, waiting, last_end, duration, topo, res_ptr, res_cnt, res_pool,
+                  succ_ptr, succ_cnt, succ_pool, order_ptr, order_cnt, order_pool, ready, start, end)
 
 
 @njit(cache=True)
@@ -175,32 +187,8 @@ def delta_simulation(k_ready, k_topo, new_flag, alive, duration, topo, res_ptr, 
             ready[t] = r_t
             if waiting[t] == 0:
                 heapq.heappush(heap, (r_t, topo[t], np.int64(t)))
-    done = 0
-    while len(heap) > 0:
-        r_t, k_t, t = heapq.heappop(heap)
-        if r_t < k_ready or (r_t == k_ready and k_t < k_topo):
-            return -1
-        s = r_t
-        for j in range(res_cnt[t]):
-            r = res_pool[res_ptr[t] + j]
-            if last_end[r] > s:
-                s = last_end[r]
-        start[t] = s
-        end[t] = s + duration[t]
-        for j in range(res_cnt[t]):
-            r = res_pool[res_ptr[t] + j]
-            last_end[r] = end[t]
-            order_pool[order_ptr[r] + order_cnt[r]] = t
-            order_cnt[r] += 1
-        done += 1
-        for j in range(succ_cnt[t]):
-            u = succ_pool[succ_ptr[t] + j]
-            if end[t] > ready[u]:
-                ready[u] = end[t]
-            waiting[u] -= 1
-            if waiting[u] == 0:
-                heapq.heappush(heap, (ready[u], topo[u], u))
-    return done
+    return _drain(k_ready, k_topo, heap, waiting, last_end, duration, topo, res_ptr, res_cnt, res_pool,
+                  succ_ptr, succ_cnt, succ_pool, order_ptr, order_cnt, order_pool, ready, start, end)
 
 
 def reference_full_simulation(durations, topo, resources, preds):
