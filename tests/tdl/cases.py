@@ -365,7 +365,8 @@ CASES.update({
 def _reshape(rng):
     b, s, h, d = size(rng, 2, 3), size(rng), 2, size(rng, 2, 3)
     return [Case(([b, s, h * d],), {"shape": (b, s, h, d)}), Case(([b, s, h, d],), {"shape": (b, -1)}),
-            Case(([4, 6],), {"shape": (6, 4)}), Case(([b, s],), {"shape": (b, 1, s, 1)})]
+            Case(([4, 6],), {"shape": (6, 4)}), Case(([b, s],), {"shape": (b, 1, s, 1)}),
+            Case(([b, s, d + 1],), {"shape": (b * s, d + 1)}), Case(([2, b * s, 3],), {"shape": (2, b, s, 3)})]
 
 
 CASES.update({

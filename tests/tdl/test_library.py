@@ -97,6 +97,15 @@ def test_gpt2_head_reshape_splits_along_batch_tokens_and_heads():
     assert [a.split(d, 2).placements for d in ("d0", "d1", "d2")] == [("S(0)",), ("S(1)",), ("S(2)",)]
 
 
+def test_a_language_model_head_reshape_splits_rows_and_vocabulary_at_full_size():
+    """[B, T, V] -> [B*T, V] before the loss: T5-small's 8 GB logits. Each dim keeps its own index
+    arithmetic, so the analysis never enumerates B*T x V positions (it used to, gave up, and left
+    the reshape replicated: a full all-gather of the logits on every device)."""
+    a = analyze("reshape", [128, 512, 32128], shape=(65536, 32128))
+    assert a.split("d0", 16).placements == ("S(0)",) and a.split("d1", 16).placements == ("S(2)",)
+    assert a.split("d0", 16).workers[3].input_boxes[0] == ((24, 32), (0, 512), (0, 32128))
+
+
 # ---- Tofu's symbolic intervals: conv1d's halo ------------------------------------------------------
 
 def test_conv1d_halo_split_symbolic_intervals():

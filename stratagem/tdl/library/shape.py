@@ -1,10 +1,10 @@
 """Ops that move elements without computing: reshapes, broadcasts, transposes, copies.
 
-A reshape is written as row-major index arithmetic: output index -> flat position L -> input
-index (L // stride) % size per input dim. `indexing.simplify` turns that back into plain affine
-indices whenever the dims merely split or merge (GPT-2's [B, T, C] -> [B, T, H, C/H]), so those
-reshapes split along every dim that survives whole; a reshape that mixes dims keeps the //, %
-and the analysis finds which splits stay contiguous.
+A reshape is written as row-major index arithmetic within groups of dims that hold the same
+elements (`reshape_groups`): output indices -> position L in the group -> input index
+(L // stride) % size. A dim that survives whole is its own group and reads the output index
+as it is (GPT-2's [B, T, C] -> [B, T, H, C/H]), so reshapes split along every such dim; merged
+or split dims keep the //, % and the analysis finds which splits stay contiguous.
 """
 
 from __future__ import annotations
@@ -37,14 +37,45 @@ def _strides(shape) -> list[int]:
     return [numel(shape[d + 1:]) for d in range(len(shape))]
 
 
+def reshape_groups(in_shape, out_shape) -> list[tuple[list[int], list[int]]]:
+    """The dims of a reshape matched into groups of equal element count, in order: each group's
+    input dims hold the same elements as its output dims ([B, T, V] -> [B*T, V]: ([0, 1], [0]) and
+    ([2], [1])). Size-1 dims join no group; a reshape that mixes dims ([6, 4] -> [4, 6]) is one group."""
+    ins = [d for d, n in enumerate(in_shape) if n != 1]
+    outs = [d for d, n in enumerate(out_shape) if n != 1]
+    groups, i, o = [], 0, 0
+    while i < len(ins) and o < len(outs):
+        gi, go = [ins[i]], [outs[o]]
+        n_in, n_out = in_shape[ins[i]], out_shape[outs[o]]
+        i, o = i + 1, o + 1
+        while n_in != n_out:
+            if n_in < n_out:
+                gi.append(ins[i])
+                n_in, i = n_in * in_shape[ins[i]], i + 1
+            else:
+                go.append(outs[o])
+                n_out, o = n_out * out_shape[outs[o]], o + 1
+        groups.append((gi, go))
+    return groups
+
+
 def reshaped(x, out_shape) -> Compute:
-    """out[idx] = x[the same row-major position]; size-1 dims contribute nothing."""
-    out_strides, in_strides = _strides(out_shape), _strides(x.shape)
+    """out[idx] = x[the same row-major position]. Per group of `reshape_groups`, the output
+    indices give a position within the group, L, and each input dim reads (L // stride) % size;
+    dims outside a group are size 1 and read 0. Working per group keeps the index arithmetic
+    local (a merge [B, T, V] -> [B*T, V] reads x[L // T, L % T, v] with v untouched), so every dim
+    that survives whole splits without enumerating the others."""
+    groups = reshape_groups(x.shape, out_shape)
 
     def body(*idx):
-        position = sum((i * s for i, s, n in zip(idx, out_strides, out_shape) if n > 1), 0)
-        source = tuple(0 if n == 1 else (position // s) % n for s, n in zip(in_strides, x.shape))
-        return x[source]
+        source = [0] * len(x.shape)
+        for in_dims, out_dims in groups:
+            out_strides = _strides([out_shape[d] for d in out_dims])
+            position = sum((idx[d] * s for d, s in zip(out_dims, out_strides)), 0)
+            sizes = [x.shape[d] for d in in_dims]
+            for d, s, n in zip(in_dims, _strides(sizes), sizes):
+                source[d] = (position // s) % n if s * n < numel(sizes) else position // s
+        return x[tuple(source)]
 
     return Compute(names("d", range(len(out_shape))), body)
 
