@@ -58,7 +58,7 @@ class EdgeCost:
     forward_time_s: float
     backward_time_s: float
     extra_memory_bytes: float             # the default reuse option's memory delta
-    temporary_bytes: float                # largest transient buffer while re-scheduling
+    temporary_bytes: float                # largest intermediate block while re-scheduling
     reuse: tuple[ReuseOption, ...] = ()
     default_reuse: str | None = None
 

@@ -70,7 +70,7 @@ def build_edge_cost(model, tensor: str, src_op: str | None, src_config: Configur
     return EdgeCost(tuple(s for r in forward for s in r.steps), tuple(s for r in backward for s in r.steps),
                     sum(r.time_s for r in forward), sum(r.time_s for r in backward),
                     default.memory_delta_bytes if default else 0.0,
-                    max((r.peak_bytes for r in moves), default=0.0), reuse,
+                    max((r.scratch_bytes for r in moves), default=0.0), reuse,
                     default.name if default else None)
 
 

@@ -40,7 +40,8 @@ class Redistribution:
     steps: tuple[CommStep, ...]
     states: tuple[State, ...]           # the path, source first
     time_s: float
-    peak_bytes: float                   # the largest local block along the path
+    scratch_bytes: float                # the largest intermediate block along the path (the source
+                                        # and destination blocks are the two ends' own buffers)
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -126,5 +127,5 @@ def plan_redistribution(src: TensorLayout, dst: TensorLayout, shape: tuple[int, 
 def _result(start: State, path: tuple, time_s: float, mesh: tuple[int, ...], full: float) -> Redistribution:
     states = (start, *(s for s, _ in path))
     steps = tuple(step for _, step in path if step is not None)
-    peak = max(local_bytes(s, mesh, full) for s in states)
-    return Redistribution(steps, states, time_s, peak)
+    scratch = max((local_bytes(s, mesh, full) for s in states[1:-1]), default=0.0)
+    return Redistribution(steps, states, time_s, scratch)

@@ -38,6 +38,14 @@ def test_one_collective_with_the_full_logical_buffer(src, dst, kind, num_bytes):
     assert found.time_s == pytest.approx(CLUSTER.collective_time_s(kind, num_bytes, range(8)))
 
 
+def test_scratch_counts_only_blocks_between_the_two_ends():
+    """The source block is the producer's buffer and the destination the consumer's copy (the
+    simulator holds both); scratch is what exists only mid-path."""
+    assert plan((S0,), (R,)).scratch_bytes == 0.0                  # one gather: no intermediate
+    two = plan((S0, S1), (R, R), mesh=(2, 4))
+    assert len(two.states) == 3 and two.scratch_bytes in (FULL / 2, FULL / 4)
+
+
 def test_slicing_is_free():
     assert plan((R,), (S1,)).steps == () and plan((R,), (S1,)).time_s == 0.0
 
