@@ -19,6 +19,7 @@ output shard lives from F(p, d) until its last use on d: its forward readers, an
 p or of a consumer reading the same buffer if they keep it for backward (`saved_tensors`); a
 re-scheduled copy lives from its first step until the consumer's forward, or its backward if the
 consumer keeps it (unless the reuse option is keep_before); step scratch lives while steps run.
+A view (`stratagem.sim.aliases`) has no buffer: the one it reads lives on for the view's users.
 Gradients of activations are not counted (transient, at most a few layers' worth).
 
 `Simulation.change(op, config)` replaces only that op's tasks and those of its edges and runs the
@@ -35,6 +36,7 @@ import numpy as np
 from stratagem.errors import ConfigError
 from stratagem.cost.memory import saved_tensors
 from stratagem.ir import dtype_bytes
+from stratagem.sim.aliases import viewed_input
 from stratagem.sim.memory import Buffer, BufferSet, peak_memory
 from stratagem.sim.store import TaskStore
 from stratagem.sim.trace import TraceTask, chrome_trace
@@ -109,6 +111,8 @@ class Simulation:
             self._add_edge(k)
         for op in self.graph.ops:
             self._add_buffers(op.name)
+        for k in range(len(self.edges)):
+            self._add_edge_buffers(k)
 
     # ---- keys and resources -------------------------------------------------------------------
     def _key(self, phase: int, op: str, slot: int, sub: int) -> float:
@@ -175,27 +179,56 @@ class Simulation:
         self.op_tasks[name] = tasks
 
     def _add_buffers(self, name: str) -> None:
-        """Resident state, and each output shard from F(name, d) until its last use on d."""
+        """Resident state, and each output shard from F(name, d) until its last use on d (a view
+        that aliases its input has no buffer of its own: `_output_users` keeps its source alive)."""
         config = self.strategy[name]
         memory = self.model.op_cost(name, config).memory
         tasks = self.op_tasks[name]
         op = self.graph.op(name)
         resident = memory.parameter_bytes + memory.gradient_bytes + memory.optimizer_bytes
         layout = self.model.layouts.output_layout(name, config)
-        keeps = set(saved_tensors(self.graph, op))
+        aliased = self._view_source(name) is not None
         buffers = []
         for i, d in enumerate(config.devices):
             if resident:
                 buffers.append(Buffer(d, resident, None))
-            for t in op.outputs:
+            for t in () if aliased else op.outputs:
                 spec = self.graph.tensors[t]
                 size = layout.local_num_elements(spec.shape) * dtype_bytes(spec.dtype)
-                users = list(self._forward_readers(name, d, t))
-                if t in keeps and not self._dropped_by_producer(name, t):
-                    users.append(tasks["B"][i])
-                users.extend(self._backward_sharers(name, t, d))
+                users = self._output_users(name, i, d, t)
                 buffers.append(Buffer(d, size, tasks["F"][i], tuple(users) or (tasks["F"][i],)))
         self.op_buffers[name] = BufferSet.of(buffers)
+
+    def _output_users(self, name: str, i: int, d: int, tensor: str) -> list[int]:
+        """Tasks on device d (the i-th of `name`'s) that need `name`'s shard of `tensor`: forward
+        readers, backward of whoever keeps it, and the users of every view that aliases it."""
+        users = list(self._forward_readers(name, d, tensor))
+        if tensor in saved_tensors(self.graph, self.graph.op(name)) and not self._dropped_by_producer(name, tensor):
+            users.append(self.op_tasks[name]["B"][i])
+        users.extend(self._backward_sharers(name, tensor, d))
+        for k in self.edges_of.get(name, ()):
+            e = self.edges[k]
+            if e.src_op == name and e.tensor == tensor and not self.edge_tasks[k]["fwd"] \
+                    and self._view_source(e.dst_op) == k:
+                users.extend(self._view_users(e.dst_op, d))
+        return users
+
+    def _view_users(self, view: str, device: int) -> list[int]:
+        out = self.graph.op(view).outputs[0]
+        return [u for i, d in enumerate(self.strategy[view].devices) if d == device
+                for u in self._output_users(view, i, d, out)]
+
+    def _view_source(self, name: str) -> int | None:
+        """The edge whose buffer `name`'s output aliases: a view reading its input whole (the
+        producer's shard in the same layout, or a re-scheduled copy); None otherwise."""
+        tensor = viewed_input(self.graph, self.graph.op(name))
+        if tensor is None:
+            return None
+        for k in self.edges_of.get(name, ()):
+            e = self.edges[k]
+            if e.dst_op == name and e.tensor == tensor and k in self.edge_tasks:
+                return k if self.edge_tasks[k]["fwd"] or self._same_layout(k) else None
+        return None
 
     def _dropped_by_producer(self, name: str, tensor: str) -> bool:
         """keep_after on an edge of `tensor`: the producer's copy goes after forward and is
@@ -279,7 +312,10 @@ class Simulation:
                 previous = [t]
             self._wire_backward(k, bwd)
         self.edge_tasks[k] = {"fwd": fwd, "bwd": bwd}
-        self.edge_buffers[k] = BufferSet.of(self._edge_buffer_list(k, cost, fwd))
+
+    def _add_edge_buffers(self, k: int) -> None:
+        """After every edge's tasks exist (a view's copy lives for the readers of the view)."""
+        self.edge_buffers[k] = BufferSet.of(self._edge_buffer_list(k, self._edge_cost(k), self.edge_tasks[k]["fwd"]))
 
     def _forward_sources(self, k: int, fwd: list[int], device: int) -> list[int]:
         e = self.edges[k]
@@ -331,10 +367,14 @@ class Simulation:
         option = self.reuse.get((e.tensor, e.src_op, e.dst_op), cost.default_reuse)
         kept = (self._is_weight_edge(k) or e.tensor in saved_tensors(self.graph, self.graph.op(e.dst_op))) \
             and option != "keep_before"
+        viewed = self._view_source(e.dst_op) == k
+        out = self.graph.op(e.dst_op).outputs[0]
         buffers = []
         for i, d in enumerate(dst.devices):
-            until = tasks["B"][i] if kept else tasks["F"][i]
-            buffers.append(Buffer(d, size, fwd[0], (until,)))
+            until = [tasks["B"][i] if kept else tasks["F"][i]]
+            if viewed:
+                until.extend(self._output_users(e.dst_op, i, d, out))
+            buffers.append(Buffer(d, size, fwd[0], tuple(until)))
             if cost.temporary_bytes:
                 buffers.append(Buffer(d, cost.temporary_bytes, fwd[0], (fwd[-1],)))
         return buffers
@@ -398,8 +438,28 @@ class Simulation:
             self._add_edge(k)
         neighbours = {op} | {end for k in self.edges_of.get(op, ()) for end in
                              (self.edges[k].src_op, self.edges[k].dst_op) if end}
-        for name in neighbours:
+        for name in self._alias_sources(neighbours) | neighbours:
             self._add_buffers(name)
+        for k in set(self.edges_of.get(op, ())) | set(self._view_edges(neighbours)):
+            self._add_edge_buffers(k)
+
+    def _alias_sources(self, names) -> set[str]:
+        """Producers up chains of views from `names`: their buffers' lives depend on the views'."""
+        found, stack = set(), [n for n in names]
+        while stack:
+            tensor = viewed_input(self.graph, self.graph.op(stack.pop()))
+            producer = self.graph.producer.get(tensor) if tensor else None
+            if producer is not None and producer.name not in found:
+                found.add(producer.name)
+                stack.append(producer.name)
+        return found
+
+    def _view_edges(self, names) -> list[int]:
+        """Edges into the views up those chains (a re-scheduled copy a view aliases)."""
+        views = {n for n in self._alias_sources(names) | set(names)
+                 if viewed_input(self.graph, self.graph.op(n)) is not None}
+        return [k for v in views for k in self.edges_of.get(v, ()) if self.edges[k].dst_op == v
+                and k in self.edge_tasks and self.edges[k].tensor == viewed_input(self.graph, self.graph.op(v))]
 
     def _remove_edge(self, k: int) -> None:
         for t in (t for ts in self.edge_tasks.pop(k).values() for t in ts):

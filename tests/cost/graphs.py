@@ -33,3 +33,26 @@ def conv(batch: int = 8, channels: int = 16, length: int = 64, kernel: int = 3) 
                TensorSpec("z", (batch, channels, out2), sample_dim=0)]
     ops = [Op("c1", "conv1d", ("x", "f"), ("y",)), Op("c2", "conv1d", ("y", "g"), ("z",))]
     return Graph.build("conv", tensors, ops, ["z"])
+
+
+def mlp_with_views(batch: int = 32, width: int = 64, hidden: int = 128, transposed: bool = False) -> Graph:
+    """mlp with its hidden activation viewed on the way to fc2: h[b, h] -> reshape r[b, 2, h/2]
+    (-> transpose t[b, h/2, 2] when `transposed`: the reshape back then copies) -> reshape
+    h2[b, h] -> fc2. Without the transpose the views change nothing a device holds."""
+    half = hidden // 2
+    tensors = [TensorSpec("x", (batch, width), role=Role.INPUT, sample_dim=0),
+               TensorSpec("w1", (hidden, width), role=Role.WEIGHT),
+               TensorSpec("h", (batch, hidden), sample_dim=0),
+               TensorSpec("r", (batch, 2, half), sample_dim=0),
+               TensorSpec("h2", (batch, hidden), sample_dim=0),
+               TensorSpec("w2", (width, hidden), role=Role.WEIGHT),
+               TensorSpec("y", (batch, width), sample_dim=0)]
+    ops = [Op("fc1", "linear", ("x", "w1"), ("h",)), Op("split", "reshape", ("h",), ("r",), {"shape": (batch, 2, half)})]
+    viewed = "r"
+    if transposed:
+        tensors.append(TensorSpec("t", (batch, half, 2), sample_dim=0))
+        ops.append(Op("swap", "transpose", ("r",), ("t",), {"dim0": 1, "dim1": 2}))
+        viewed = "t"
+    ops += [Op("merge", "reshape", (viewed,), ("h2",), {"shape": (batch, hidden)}),
+            Op("fc2", "linear", ("h2", "w2"), ("y",))]
+    return Graph.build("mlp_with_views", tensors, ops, ["y"])
