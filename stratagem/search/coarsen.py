@@ -4,8 +4,9 @@ Two rules, each restricting the space to the configurations real systems use:
 
 1. Followers. An elementwise or shape-only op (relu, add, dropout, reshape, transpose, ...) takes the
    partition of its input (Tofu: "the input and output tensors of an element-wise operator should
-   always be partitioned identically"). It joins the group of the op producing that input (of its
-   latest-produced activation input if it has several), and its configuration is derived from the
+   always be partitioned identically"). It joins the group of the op producing that input (if it
+   has several: the latest-produced of those with the output's own shape, so that x + pos[:T]
+   follows x and not the broadcast positional table), and its configuration is derived from the
    group's (`derive_follower_config`): per mesh axis, an input S(d) makes it split the index that
    reads dim d (if none does, it replicates that axis: an all-gather); R makes it replicate; P(sum)
    makes it replicate too (an all-reduce: elementwise ops do not pass partial sums through).
@@ -86,11 +87,12 @@ def _share_weights(graph: Graph, analyses: AnalysisCache, group_of: dict[str, st
 def _follower_source(graph: Graph, op: Op, analyses: AnalysisCache) -> str | None:
     if not is_follower_kind(op, analyses):
         return None
-    producers = [graph.producer[t].name for t in op.inputs
-                 if graph.tensors[t].role is Role.ACTIVATION and t in graph.producer]
-    if not producers:
+    inputs = [t for t in op.inputs if graph.tensors[t].role is Role.ACTIVATION and t in graph.producer]
+    if not inputs:
         return None
-    return max(producers, key=lambda name: graph.op_index[name])
+    out_shape = graph.tensors[op.outputs[0]].shape
+    whole = [t for t in inputs if graph.tensors[t].shape == out_shape] or inputs
+    return max((graph.producer[t].name for t in whole), key=lambda name: graph.op_index[name])
 
 
 def derive_follower_config(graph: Graph, analyses: AnalysisCache, follower: Op, tensor: str,
