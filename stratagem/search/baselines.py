@@ -111,8 +111,9 @@ def _balanced_blocks(times: list[float], parts: int) -> list[int]:
 
 
 def optcnn(ctx, **kwargs) -> Plan:
+    """OptCNN minimizes its cost model's time: the frontier's additive (Eq. 3) min-time end."""
     from stratagem.search.planner import frontier
-    return replace(frontier(ctx.graph, ctx.cluster, ctx=ctx).min_time, algorithm="optcnn")
+    return replace(frontier(ctx.graph, ctx.cluster, ctx=ctx)[-1], algorithm="optcnn")
 
 
 def tofu_like(ctx, **_) -> Plan:

@@ -16,6 +16,9 @@ every strategy on the (memory, time) frontier, each unrolled to a configuration 
             K_h * K_i <= branch_limit                                  Eq. 6 (`_branch`)
         else heuristic elimination: fix the configuration of the unmarked node of highest degree,
             fold its edges into its neighbors                          Eq. 7 (`_heuristic`)
+            (a `prefer` assignment, e.g. data parallel's, picks the fixed configurations instead:
+            the planner runs such a second pass and keeps the union's frontier, so that a baseline
+            inside the space is never lost to a heuristic pick)
     linear DP over each marked chain:                                  Algorithm 3 (`_ldp`)
         CF_1 = N_1;  CF_i[p] = reduce U_k CF_{i-1}[k] (x) E_{i-1,i}[k,p] (x) N_i[p]
     product of the chains' and fixed nodes' frontiers, then unroll every point   (`unroll`)
@@ -96,8 +99,9 @@ class Flattened(Table):
 
 
 class _State:
-    def __init__(self, problem: CostProblem, options: FTOptions, executor):
-        self.problem, self.options, self.executor = problem, options, executor
+    def __init__(self, problem: CostProblem, options: FTOptions, executor,
+                 prefer: tuple[int, ...] | None = None):
+        self.problem, self.options, self.executor, self.prefer = problem, options, executor, prefer
         self.nodes: dict[int, Table] = {i: NodeLeaf(i, problem.node_mem[i], problem.node_time[i])
                                          for i in range(problem.num_nodes)}
         self.edges: dict[tuple[int, int], list[Table]] = {}
@@ -327,7 +331,9 @@ class _State:
     def _pick_config(self, i: int) -> tuple[int, str]:
         """The configuration with the least normalized time + memory, looking one step ahead: its
         own best tuple plus, for every neighbor x, the best over x's configurations of the edge
-        and x's own costs (what fixing it will cost its neighbors at best)."""
+        and x's own costs (what fixing it will cost its neighbors at best); or the preferred one."""
+        if self.prefer is not None:
+            return self.prefer[i], "the preferred assignment's configuration"
         node = self.nodes[i]
         tables = [node] + [self.nodes[x] for x in self.neighbors(i)]
         t_scale = max(max(_finite_max(t.time) for t in tables), 1e-30)
@@ -362,11 +368,13 @@ class _State:
         return result
 
 
-def frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions()) -> FTResult:
-    """The exact (memory, time) frontier of `problem`, unless heuristic eliminations were needed."""
+def frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions(),
+                      prefer: tuple[int, ...] | None = None) -> FTResult:
+    """The exact (memory, time) frontier of `problem`, unless heuristic eliminations were needed
+    (they fix nodes at `prefer`'s configurations when given)."""
     start = _time.perf_counter()
     with ThreadPoolExecutor(max_workers=options.workers) if options.workers > 1 else _NoPool() as pool:
-        state = _State(problem, options, pool if options.workers > 1 else None)
+        state = _State(problem, options, pool if options.workers > 1 else None, prefer)
         if options.hub_span:
             state.fix_hubs(options.hub_span)
         while True:
@@ -392,6 +400,18 @@ def frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions()) ->
     stats = dict(state.counts, chains=[len(c) for c in state.chains],
                  seconds=_time.perf_counter() - start)
     return FTResult(tuple(points), tuple(state.fixes), stats)
+
+
+def merged(first: FTResult, second: FTResult) -> FTResult:
+    """The frontier of the union of two results' points (memory ascending, time descending)."""
+    points, best = [], float("inf")
+    for p in sorted(first.points + second.points, key=lambda p: (p.mem, p.time)):
+        if p.time < best:
+            points.append(p)
+            best = p.time
+    stats = dict(first.stats, seconds=first.stats.get("seconds", 0) + second.stats.get("seconds", 0),
+                 passes=2)
+    return FTResult(tuple(points), first.heuristic_fixes + second.heuristic_fixes, stats)
 
 
 def _finite_max(a: np.ndarray) -> float:

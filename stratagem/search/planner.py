@@ -20,7 +20,7 @@ from stratagem.cost import CostModel
 from stratagem.errors import ConfigError, StratagemError
 from stratagem.ir import Graph
 from stratagem.plan import Frontier, Plan
-from stratagem.search.ft import FTOptions, frontier_tracking
+from stratagem.search.ft import FTOptions, frontier_tracking, merged
 from stratagem.search.space import FT_SPACE, SearchSpace, additive_cost, build_search_space
 from stratagem.sim.builder import Simulation
 from stratagem.space import Configuration, SpaceOptions
@@ -93,6 +93,13 @@ def frontier(graph: Graph, cluster: Cluster | str, devices: int | None = None, o
     ctx = ctx or context(graph, cluster, devices, optimizer)
     search_space = build_search_space(ctx.model, runnable_space(space, runnable))
     result = frontier_tracking(search_space.problem, options)
+    if result.heuristic_fixes:      # a second pass that fixes hubs as data parallel has them
+        from stratagem.search.baselines import data_parallel_strategy
+        baseline = search_space.index_of(data_parallel_strategy(ctx))
+    else:
+        baseline = None
+    if baseline is not None:
+        result = merged(result, frontier_tracking(search_space.problem, options, prefer=baseline))
     fixes = [{"op": search_space.groups[f.node].anchor, "config": str(search_space.configs[f.node][f.config]),
               "reason": f.reason} for f in result.heuristic_fixes]
     plans = []
