@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from stratagem.search.bruteforce import brute_force_frontier
-from stratagem.search.ft import FTOptions, frontier_tracking
+from stratagem.search.ft import FTOptions, frontier_tracking, merged
 from stratagem.search.problem import CostProblem, EdgeCosts
 
 
@@ -54,6 +54,24 @@ def test_heuristic_elimination_records_its_choices_and_stays_consistent(problem)
         for fix in result.heuristic_fixes:
             assert point.assignment[fix.node] == fix.config
     times = [p.time for p in result.points]
+    assert times == sorted(times, reverse=True) and len(set(times)) == len(times)
+
+
+@settings(max_examples=60, deadline=None)
+@given(problems(max_nodes=8, max_configs=3), st.integers(0, 2**32 - 1))
+def test_a_preferred_pass_keeps_the_preferred_assignment_on_or_under_the_frontier(problem, seed):
+    """The planner's second pass fixes hubs as data parallel has them: the union's frontier then
+    has a point at most as costly as data parallel in both memory and time."""
+    rng = np.random.default_rng(seed)
+    prefer = tuple(int(rng.integers(len(m))) for m in problem.node_mem)
+    options = FTOptions(workers=1, branch_limit=0)
+    first = frontier_tracking(problem, options)
+    union = merged(first, frontier_tracking(problem, options, prefer=prefer))
+    mem, time = problem.evaluate(prefer, (0,) * len(problem.edges))
+    assert any(p.mem <= mem and p.time <= time for p in union.points)
+    assert len(union.points) >= 1 and all(
+        problem.evaluate(p.assignment, p.options) == (p.mem, p.time) for p in union.points)
+    times = [p.time for p in union.points]
     assert times == sorted(times, reverse=True) and len(set(times)) == len(times)
 
 
