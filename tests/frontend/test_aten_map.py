@@ -373,6 +373,8 @@ FUNCTIONS = [
      + torch.clamp(x, min=x[0], max=x[1] + 1) + torch.clamp(x, max=x[1]) + x.clamp(-0.5, 0.5)
      + torch.isnan(x) + torch.isinf(x), (X, MASK),
      {"where", "masked_fill", "clamp_tensor", "minimum", "clamp", "isnan", "isinf"}),
+    ("scalar_choices", lambda x, m: torch.where(m, x, 0.5) + torch.min(x, x * 2) + torch.max(x, -x), (X, MASK),
+     {"logical_not", "masked_fill", "minimum", "maximum"}),
     ("casts", lambda x: x.to(torch.int64) + x.to(torch.bool) + x.double().float(), (X * 3,), {"to_copy"}),
     # matrix products
     ("matmuls", lambda x, y, b: torch.mm(x[0], y) + torch.bmm(x, y.expand(3, 5, 4)).sum(0)

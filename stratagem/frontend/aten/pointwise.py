@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from stratagem.frontend.aten.common import bind, dtype_name, is_tensor, one, overload_exists
+from stratagem.frontend.aten.common import Converted, Intermediate, bind, dtype_name, is_tensor, one, overload_exists
 
 UNARY = ["abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "ceil", "cos", "cosh", "erf",
          "exp", "expm1", "floor", "log", "log10", "log1p", "log2", "neg", "reciprocal", "relu",
@@ -98,6 +98,16 @@ def _where(node):
     return one("where", [args["condition"], args["self"], args["other"]])
 
 
+def _where_scalar(node):
+    """where(condition, x, scalar) = masked_fill(x, not condition, scalar); T5's position buckets."""
+    args = bind(node)
+    x, other = args["self"], args["other"]
+    if not is_tensor(args["condition"]) or not is_tensor(x) or is_tensor(other):
+        return None
+    fill = one("masked_fill", [x, Intermediate(0)], value=other)
+    return None if fill is None else [Converted("logical_not", (args["condition"],), {}, None), *fill]
+
+
 def _masked_fill(node):
     args = bind(node)
     if is_tensor(args["value"]):
@@ -116,9 +126,12 @@ CONVERTERS = {
     "aten.clamp.default": _clamp,
     "aten.clamp.Tensor": _clamp_tensor,
     "aten.where.self": _where,
+    "aten.where.ScalarOther": _where_scalar,
     "aten.masked_fill.Scalar": _masked_fill,
     "aten.maximum.default": lambda node: one("maximum", node.args[:2]),
     "aten.minimum.default": lambda node: one("minimum", node.args[:2]),
+    "aten.min.other": lambda node: one("minimum", node.args[:2]),
+    "aten.max.other": lambda node: one("maximum", node.args[:2]),
     "aten.atan2.default": lambda node: one("atan2", node.args[:2]),
     "aten.logical_and.default": lambda node: one("logical_and", node.args[:2]),
     "aten.logical_or.default": lambda node: one("logical_or", node.args[:2]),
