@@ -56,14 +56,6 @@ class Transition:
     num_bytes: float
 
 
-def _axes_sharding(state: State, dim: int) -> list[int]:
-    return [a for a, p in enumerate(state) if p == Shard(dim)]
-
-
-def _after_all(axis: int, axes: list[int]) -> bool:
-    return all(axis > a for a in axes)
-
-
 def local_bytes(state: State, mesh: tuple[int, ...], full_bytes: float) -> float:
     return full_bytes / math.prod(s for s, p in zip(mesh, state) if isinstance(p, Shard))
 
@@ -71,25 +63,27 @@ def local_bytes(state: State, mesh: tuple[int, ...], full_bytes: float) -> float
 def next_states(state: State, mesh: tuple[int, ...], rank: int, full_bytes: float,
                 target_has_partial: bool) -> Iterator[Transition]:
     local = local_bytes(state, mesh, full_bytes)
+    last_axis = [-1] * rank                 # per tensor dim: the last mesh axis sharding it
+    for a, p in enumerate(state):
+        if isinstance(p, Shard):
+            last_axis[p.dim] = a
     for x, p in enumerate(state):
         def to(new: Placement) -> State:
             return (*state[:x], new, *state[x + 1:])
+        after = [b for b in range(rank) if last_axis[b] < x]      # dims x may shard next (in order)
         if isinstance(p, Shard):
-            last = _axes_sharding(state, p.dim)[-1] == x
-            for b in range(rank):
-                if b != p.dim and last and _after_all(x, _axes_sharding(state, b)):
-                    yield Transition(to(Shard(b)), "all_to_all", x, local)                     # 1
-            if last:
+            if last_axis[p.dim] == x:
+                for b in after:
+                    if b != p.dim:
+                        yield Transition(to(Shard(b)), "all_to_all", x, local)                 # 1
                 yield Transition(to(REPLICATE), "all_gather", x, local * mesh[x])              # 2
         elif isinstance(p, Partial):
             yield Transition(to(REPLICATE), "all_reduce", x, local)                            # 3
-            for d in range(rank):
-                if _after_all(x, _axes_sharding(state, d)):
-                    yield Transition(to(Shard(d)), "reduce_scatter", x, local)                 # 5
+            for d in after:
+                yield Transition(to(Shard(d)), "reduce_scatter", x, local)                     # 5
         else:
-            for d in range(rank):
-                if _after_all(x, _axes_sharding(state, d)):
-                    yield Transition(to(Shard(d)), None, x, 0.0)                               # 4
+            for d in after:
+                yield Transition(to(Shard(d)), None, x, 0.0)                                   # 4
             if target_has_partial:
                 yield Transition(to(Partial("sum")), None, x, 0.0)                             # 6
 
