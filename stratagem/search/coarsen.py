@@ -6,7 +6,8 @@ Two rules, each restricting the space to the configurations real systems use:
    partition of its input (Tofu: "the input and output tensors of an element-wise operator should
    always be partitioned identically"). It joins the group of the op producing that input (if it
    has several: the latest-produced of those with the output's own shape, so that x + pos[:T]
-   follows x and not the broadcast positional table), and its configuration is derived from the
+   follows x and not the broadcast positional table; if every one broadcasts, as T5's
+   masked_fill(bias[1, H, L, S], mask[B, 1, L, S]), it leads a group of its own), and its configuration is derived from the
    group's (`derive_follower_config`): per mesh axis, an input S(d) makes it split the index that
    reads dim d (if none does, it replicates that axis: an all-gather); R makes it replicate; P(sum)
    makes it replicate too (an all-reduce: elementwise ops do not pass partial sums through).
@@ -91,8 +92,10 @@ def _follower_source(graph: Graph, op: Op, analyses: AnalysisCache) -> str | Non
     if not inputs:
         return None
     out_shape = graph.tensors[op.outputs[0]].shape
-    whole = [t for t in inputs if graph.tensors[t].shape == out_shape] or inputs
-    return max((graph.producer[t].name for t in whole), key=lambda name: graph.op_index[name])
+    whole = [t for t in inputs if graph.tensors[t].shape == out_shape]
+    if not whole and len(inputs) > 1:
+        return None         # every input broadcasts: the output's partition is its own choice
+    return max((graph.producer[t].name for t in whole or inputs), key=lambda name: graph.op_index[name])
 
 
 def derive_follower_config(graph: Graph, analyses: AnalysisCache, follower: Op, tensor: str,
