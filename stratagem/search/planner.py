@@ -92,13 +92,11 @@ def frontier(graph: Graph, cluster: Cluster | str, devices: int | None = None, o
     """The (peak memory, iteration time) frontier by Frontier Tracking (TensorOpt §3)."""
     ctx = ctx or context(graph, cluster, devices, optimizer)
     search_space = build_search_space(ctx.model, runnable_space(space, runnable))
+    from stratagem.search.baselines import data_parallel_strategy
+    data_parallel = data_parallel_strategy(ctx)
     result = frontier_tracking(search_space.problem, options)
-    if result.heuristic_fixes:      # a second pass that fixes hubs as data parallel has them
-        from stratagem.search.baselines import data_parallel_strategy
-        baseline = search_space.index_of(data_parallel_strategy(ctx))
-    else:
-        baseline = None
-    if baseline is not None:
+    baseline = search_space.index_of(data_parallel) if result.heuristic_fixes else None
+    if baseline is not None:        # a second pass that fixes hubs as data parallel has them
         result = merged(result, frontier_tracking(search_space.problem, options, prefer=baseline))
     fixes = [{"op": search_space.groups[f.node].anchor, "config": str(search_space.configs[f.node][f.config]),
               "reason": f.reason} for f in result.heuristic_fixes]
@@ -111,15 +109,14 @@ def frontier(graph: Graph, cluster: Cluster | str, devices: int | None = None, o
                  configs_per_group=max(len(c) for c in search_space.configs), exact=options.exact and not fixes,
                  max_width=options.max_width, hub_span=options.hub_span)
     return Frontier(plans, {"algorithm": "ft", "stats": stats, "heuristic_fixes": fixes},
-                    _alternatives(ctx, search_space))
+                    _alternatives(ctx, search_space, data_parallel))
 
 
-def _alternatives(ctx: PlanningContext, search_space: SearchSpace) -> list[Plan]:
+def _alternatives(ctx: PlanningContext, search_space: SearchSpace, strategy: Mapping[str, Configuration]
+                  ) -> list[Plan]:
     """Data parallel, simulated, when every op's configuration is in the searched space: FT picks
     by additive (Eq. 3) costs, which add communication to compute where the simulator overlaps
     them, so its min-time end can be slower than data parallel once simulated."""
-    from stratagem.search.baselines import data_parallel_strategy
-    strategy = data_parallel_strategy(ctx)
     member = {op: set(configs) for group_members in search_space.members
               for op, configs in group_members.items()}
     if any(strategy[op] not in member.get(op, ()) for op in strategy):

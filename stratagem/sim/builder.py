@@ -88,6 +88,7 @@ class Simulation:
         self.num_devices = self.cluster.num_devices
         self.num_resources = self.num_devices + len(self.cluster.links)
         self.position = {op.name: i for i, op in enumerate(self.graph.ops)}
+        self.viewed = {op.name: viewed_input(self.graph, op) for op in self.graph.ops}   # structural
         self.edges = self.model.edges()
         self.edges_of: dict[str, list[int]] = {}
         for k, e in enumerate(self.edges):
@@ -221,7 +222,7 @@ class Simulation:
     def _view_source(self, name: str) -> int | None:
         """The edge whose buffer `name`'s output aliases: a view reading its input whole (the
         producer's shard in the same layout, or a re-scheduled copy); None otherwise."""
-        tensor = viewed_input(self.graph, self.graph.op(name))
+        tensor = self.viewed[name]
         if tensor is None:
             return None
         for k in self.edges_of.get(name, ()):
@@ -447,7 +448,7 @@ class Simulation:
         """Producers up chains of views from `names`: their buffers' lives depend on the views'."""
         found, stack = set(), [n for n in names]
         while stack:
-            tensor = viewed_input(self.graph, self.graph.op(stack.pop()))
+            tensor = self.viewed[stack.pop()]
             producer = self.graph.producer.get(tensor) if tensor else None
             if producer is not None and producer.name not in found:
                 found.add(producer.name)
@@ -457,9 +458,9 @@ class Simulation:
     def _view_edges(self, names) -> list[int]:
         """Edges into the views up those chains (a re-scheduled copy a view aliases)."""
         views = {n for n in self._alias_sources(names) | set(names)
-                 if viewed_input(self.graph, self.graph.op(n)) is not None}
+                 if self.viewed[n] is not None}
         return [k for v in views for k in self.edges_of.get(v, ()) if self.edges[k].dst_op == v
-                and k in self.edge_tasks and self.edges[k].tensor == viewed_input(self.graph, self.graph.op(v))]
+                and k in self.edge_tasks and self.edges[k].tensor == self.viewed[v]]
 
     def _remove_edge(self, k: int) -> None:
         for t in (t for ts in self.edge_tasks.pop(k).values() for t in ts):
