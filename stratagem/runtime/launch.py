@@ -7,7 +7,9 @@ PYTHONPATH is passed through, so workers import this copy of stratagem. Nothing 
 timeout bounds every collective (`timeout_s`), torchrun stops every rank once one fails, and the
 watchdog kills the whole process group after `timeout_s` + start-up. A failed run raises RunFailed
 naming the rank and the cause: the rank's own report (`rank<r>.error.json`) when it wrote one, else
-torchrun's record of its exit code.
+torchrun's record of its exit code and the last lines the rank wrote to stderr (torchrun tees every
+rank's streams into `<out>/logs/<run>/attempt_0/<local rank>/`; a worker that aborts in C++ leaves
+the exception's `what()` there, and faulthandler's Python stack of every thread).
 """
 
 from __future__ import annotations
@@ -54,18 +56,19 @@ def launch(tasks: Sequence[Mapping[str, Any]], options: LaunchOptions, out_dir: 
            "threads": options.threads, "tasks": list(tasks)}
     job_path = out / "job.json"
     job_path.write_text(json.dumps(job, indent=1))
-    code, output = _run(torchrun_command(job_path, options), options)
+    code, output = _run(torchrun_command(job_path, options, out / "logs"), options)
     if code != 0:
         raise RunFailed(failure_summary(out, output, code, options))
     results = {t["name"]: json.loads((out / f"{t['name']}.json").read_text()) for t in tasks}
     return LaunchResult(out, results, output)
 
 
-def torchrun_command(job_path: Path, options: LaunchOptions) -> list[str]:
+def torchrun_command(job_path: Path, options: LaunchOptions, log_dir: Path) -> list[str]:
     rendezvous = list(options.torchrun_args) or ["--standalone"]
     per_node = options.nproc // _nodes(options.torchrun_args)
     return [sys.executable, "-m", "torch.distributed.run", *rendezvous, f"--nproc-per-node={per_node}",
-            "--max-restarts=0", "-m", "stratagem.runtime.worker", str(job_path)]
+            "--max-restarts=0", f"--log-dir={log_dir}", "--tee=3",
+            "-m", "stratagem.runtime.worker", str(job_path)]
 
 
 def _nodes(args: Sequence[str]) -> int:
@@ -105,7 +108,7 @@ def failure_summary(out: Path, output: str, code: int, options: LaunchOptions) -
     causes = [r for r in reports if not _CONSEQUENCE.search(r["error"])]
     waiting = [r for r in reports if _CONSEQUENCE.search(r["error"])]
     lines = [_reported(r) for r in causes]
-    lines.extend(_torchrun_failures(output, {r["rank"] for r in reports}))
+    lines.extend(_torchrun_failures(output, {r["rank"] for r in reports}, out / "logs"))
     lines.extend(_reported(r) + " (a collective with a failed or hung peer)" for r in waiting)
     if code == -1:
         lines.append(f"the watchdog stopped the run after {options.timeout_s + STARTUP_S:.0f} s")
@@ -120,19 +123,33 @@ def _reported(r: dict[str, Any]) -> str:
     return f"rank {r['rank']} failed{where}: {r['error']}"
 
 
-_FAILURE = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank.*?\)\s*\n\s*exitcode\s*:\s*(-?\d+)(?:\s*\(pid: \d+\))?", re.S)
+_FAILURE = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s*\n\s*exitcode\s*:\s*(-?\d+)"
+                      r"(?:\s*\(pid: \d+\))?", re.S)
+STDERR_TAIL_LINES = 20
 
 
-def _torchrun_failures(output: str, reported: set[int]) -> list[str]:
-    """Ranks torchrun saw die without a report of their own (os._exit, a signal, a crash), before
-    the ones it stopped itself once another had failed."""
+def _torchrun_failures(output: str, reported: set[int], log_dir: Path) -> list[str]:
+    """Ranks torchrun saw die without a report of their own (os._exit, a signal, a crash), with the
+    end of their stderr, before the ones it stopped itself once another had failed."""
     died, stopped = [], []
-    for rank, code in _FAILURE.findall(output):
+    for rank, local_rank, code in _FAILURE.findall(output):
         if int(rank) in reported:
             continue
         if int(code) == -15:
             stopped.append(f"rank {rank} was stopped by torchrun (SIGTERM) before it reported anything")
         else:
             cause = f"killed by signal {-int(code)}" if int(code) < 0 else f"exit code {code}"
-            died.append(f"rank {rank} died without a report ({cause})")
+            tail = stderr_tail(log_dir, int(local_rank))
+            died.append(f"rank {rank} died without a report ({cause})"
+                        + (f"; its stderr ends:\n{tail}\n" if tail else ""))
     return died + stopped
+
+
+def stderr_tail(log_dir: Path, local_rank: int, num_lines: int = STDERR_TAIL_LINES) -> str:
+    """The last non-blank lines a local rank wrote to stderr in this launch ('' if none)."""
+    logs = sorted(log_dir.glob(f"*/attempt_*/{local_rank}/stderr.log"), key=lambda p: p.stat().st_mtime)
+    if not logs:
+        return ""
+    lines = [line for line in logs[-1].read_text(errors="replace").splitlines()
+             if line.strip() and not line.startswith("Extension modules:")]
+    return "\n".join(lines[-num_lines:])

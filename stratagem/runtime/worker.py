@@ -6,11 +6,14 @@ each step's time (the slowest rank's; the first `warmup` steps are not timed), e
 memory (runtime.memory, measured during the first step), and, if asked, the final parameters
 (`<task>.params.pt`, whole tensors) and a checkpoint. A rank that fails writes
 `<out>/rank<r>.error.json` (the task, the step, the exception) before exiting non-zero, so the
-launcher can name it. `STRATAGEM_FAULT=rank:step:raise|exit|hang` injects a failure (tests).
+launcher can name it; a rank killed by a signal (a C++ abort in a collective) prints the Python stack
+of every thread to stderr first (faulthandler), which the launcher quotes.
+`STRATAGEM_FAULT=rank:step:raise|exit|hang|abort` injects a failure (tests).
 """
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import sys
@@ -33,6 +36,7 @@ def main(job_path: str) -> int:
     out = Path(job["out_dir"])
     rank = int(os.environ.get("RANK", 0))
     where: dict[str, Any] = {"task": None, "step": None}
+    faulthandler.enable(all_threads=True)
     try:
         _init(job)
         for task in job["tasks"]:
@@ -139,6 +143,9 @@ def _maybe_fault(step: int) -> None:
         os._exit(13)
     if mode == "hang":
         time.sleep(3600)
+    if mode == "abort":
+        print(f"injected abort ({FAULT_ENV}={spec})", file=sys.stderr, flush=True)
+        os.abort()
     raise RuntimeError(f"injected fault ({FAULT_ENV}={spec})")
 
 

@@ -43,6 +43,16 @@ def test_a_rank_that_exits_without_a_word_is_named_with_its_exit_code(plan_path,
     assert elapsed < TIMEOUT_S + STARTUP_S
 
 
+def test_a_rank_killed_by_a_signal_is_named_with_the_end_of_its_stderr(plan_path, tmp_path):
+    """A C++ abort leaves no report: the message quotes what the rank printed and its Python stack."""
+    message, elapsed = _fail(plan_path, tmp_path, "1:1:abort")
+    assert message.startswith("run on 2 ranks failed: rank 1 died without a report (killed by signal 6); "
+                              "its stderr ends:")
+    assert "injected abort" in message and "Fatal Python error: Aborted" in message
+    assert "_maybe_fault" in message           # faulthandler's stack names the function that aborted
+    assert elapsed < TIMEOUT_S + STARTUP_S
+
+
 def test_a_rank_that_hangs_cannot_hang_the_run(plan_path, tmp_path):
     message, elapsed = _fail(plan_path, tmp_path, "1:1:hang", timeout_s=8.0)
     assert "rank 0 failed in task 't' at step 1" in message and "Timed out" in message
