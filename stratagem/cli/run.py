@@ -36,6 +36,9 @@ def add_run_arguments(parser: argparse.ArgumentParser, steps: int) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the weights and the batches")
     parser.add_argument("--timeout", type=float, default=300.0,
                         help="seconds before a hung collective or run is stopped")
+    parser.add_argument("--relaunch", type=int, default=0, metavar="N",
+                        help="launch again, up to N times, when a rank is killed by a signal (a crash "
+                             "outside Python); a rank's own exception is never retried (single node)")
     for flag in RENDEZVOUS:
         parser.add_argument(flag, default=None, help="passed to torchrun")
 
@@ -48,7 +51,8 @@ def run_options(args: argparse.Namespace, check: bool):
         if value is not None:
             passed.append(f"{flag}={value}")
     return RunOptions(steps=args.steps, warmup=args.warmup, check=check, lr=args.lr, seed=args.seed,
-                      nproc=args.nproc, timeout_s=args.timeout, torchrun_args=tuple(passed))
+                      nproc=args.nproc, timeout_s=args.timeout, torchrun_args=tuple(passed),
+                      relaunches=args.relaunch)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -42,7 +42,8 @@ from stratagem.runtime.schedule import OpStep, Schedule, build_schedule
 class PlanModule(nn.Module):
     """Runs `plan` on this rank; parameters are DTensors named as in the original module."""
 
-    def __init__(self, plan: Plan, weights: Mapping[str, torch.Tensor], device: torch.device | None = None):
+    def __init__(self, plan: Plan, weights: Mapping[str, torch.Tensor], device: torch.device | None = None,
+                 meshes: MeshBook | None = None):
         super().__init__()
         rank, world = _world()
         if plan.num_devices != world:
@@ -51,7 +52,7 @@ class PlanModule(nn.Module):
         self.plan = plan
         self.device = device or torch.device("cpu")
         self.schedule: Schedule = build_schedule(plan.graph, plan.strategy, world, rank)
-        self.meshes = MeshBook(self.schedule.mesh_shapes, world, self.device.type)
+        self.meshes = _mesh_book(meshes, self.schedule.mesh_shapes, world, self.device.type)
         self._buffers_dt: dict[str, DTensor] = {}
         self._install(weights)
 
@@ -177,6 +178,17 @@ def _weight(weights: Mapping[str, torch.Tensor], name: str, shape: tuple[int, ..
     return value
 
 
+def _mesh_book(book: MeshBook | None, shapes, world: int, device_type: str) -> MeshBook:
+    if book is None:
+        return MeshBook(shapes, world, device_type)
+    if (book.world_size, book.device_type) != (world, device_type):
+        raise ExecutionError("the shared mesh book is for another world",
+                             expected=f"{world} {device_type} ranks",
+                             got=f"{book.world_size} {book.device_type} ranks")
+    book.add(shapes)
+    return book
+
+
 def _contiguous_stride(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(math.prod(shape[d + 1:]) for d in range(len(shape)))
 
@@ -198,8 +210,11 @@ def module_weights(module: nn.Module, graph) -> dict[str, torch.Tensor]:
     return found
 
 
-def parallelize(module: nn.Module, plan: Plan, device: torch.device | str | None = None) -> PlanModule:
-    """The module, run as `plan` says, on this torchrun rank (TensorOpt's Listing 1)."""
+def parallelize(module: nn.Module, plan: Plan, device: torch.device | str | None = None,
+                meshes: MeshBook | None = None) -> PlanModule:
+    """The module, run as `plan` says, on this torchrun rank (TensorOpt's Listing 1). Several plans
+    run in one world can share `meshes` (MeshBook), so their process groups are created once."""
     from stratagem.runtime.runnable import require_runnable
     require_runnable(plan)
-    return PlanModule(plan, module_weights(module, plan.graph), torch.device(device) if device else None)
+    return PlanModule(plan, module_weights(module, plan.graph), torch.device(device) if device else None,
+                      meshes)

@@ -10,6 +10,11 @@ naming the rank and the cause: the rank's own report (`rank<r>.error.json`) when
 torchrun's record of its exit code and the last lines the rank wrote to stderr (torchrun tees every
 rank's streams into `<out>/logs/<run>/attempt_0/<local rank>/`; a worker that aborts in C++ leaves
 the exception's `what()` there, and faulthandler's Python stack of every thread).
+
+A run whose root cause is a rank killed by a signal (a crash outside Python: a C++ abort in the
+transport, the OOM killer) can be launched again, `relaunches` times, from scratch: a rank's own
+exception never is (it would fail the same way). The result names every failed attempt. Single
+node only; multi-node jobs have torchrun's own --max-restarts.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stratagem.errors import ConfigError
 from stratagem.runtime.errors import RunFailed
 
 STARTUP_S = 60.0          # torchrun, imports and process-group rendezvous
@@ -39,6 +45,7 @@ class LaunchOptions:
     env: Mapping[str, str] = field(default_factory=dict)
     backend: str = "auto"
     threads: int = 1
+    relaunches: int = 0                        # after a rank killed by a signal (single node)
 
 
 @dataclass(frozen=True)
@@ -46,21 +53,41 @@ class LaunchResult:
     out_dir: Path
     results: dict[str, dict[str, Any]]        # task name -> what rank 0 wrote
     output: str                               # torchrun's stdout and stderr
+    failed_attempts: tuple[str, ...] = ()     # why each relaunched attempt failed
 
 
 def launch(tasks: Sequence[Mapping[str, Any]], options: LaunchOptions, out_dir: str | Path | None = None
            ) -> LaunchResult:
+    if options.relaunches < 0:
+        raise ConfigError("relaunches must not be negative", expected="0 or more", got=str(options.relaunches))
+    if options.relaunches and options.torchrun_args:
+        raise ConfigError("relaunching is for single-node runs", expected="relaunches=0 with rendezvous arguments",
+                          got=f"relaunches={options.relaunches}", hint="Pass --max-restarts to torchrun instead")
     out = Path(out_dir or tempfile.mkdtemp(prefix="stratagem-run-"))
     out.mkdir(parents=True, exist_ok=True)
     job = {"out_dir": str(out), "timeout_s": options.timeout_s, "backend": options.backend,
            "threads": options.threads, "tasks": list(tasks)}
     job_path = out / "job.json"
     job_path.write_text(json.dumps(job, indent=1))
-    code, output = _run(torchrun_command(job_path, options, out / "logs"), options)
-    if code != 0:
-        raise RunFailed(failure_summary(out, output, code, options))
+    failed: list[str] = []
+    while True:
+        for stale in out.glob("rank*.error.json"):
+            stale.unlink()
+        code, output = _run(torchrun_command(job_path, options, out / "logs"), options)
+        if code == 0:
+            break
+        summary = failure_summary(out, output, code, options)
+        if len(failed) >= options.relaunches or not killed_by_signal(summary):
+            raise RunFailed(summary + "".join(f" (after attempt {i + 1} failed: {f})" for i, f in enumerate(failed)))
+        failed.append(summary)
     results = {t["name"]: json.loads((out / f"{t['name']}.json").read_text()) for t in tasks}
-    return LaunchResult(out, results, output)
+    return LaunchResult(out, results, output, tuple(failed))
+
+
+def killed_by_signal(summary: str) -> bool:
+    """Whether the root cause (the summary's first clause) is a rank that died of a signal."""
+    first = summary.split(": ", 1)[-1].split("; ", 1)[0]
+    return bool(re.match(r"rank \d+ died without a report \(killed by signal \d+\)", first))
 
 
 def torchrun_command(job_path: Path, options: LaunchOptions, log_dir: Path) -> list[str]:

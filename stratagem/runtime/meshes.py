@@ -4,7 +4,9 @@ Every configuration the runtime runs covers all devices (space.runnable), so a m
 shape alone: the world's ranks in row-major order, reshaped. `MeshBook` creates every mesh a plan
 needs (its ops' meshes, the data loader's 1-D mesh, and the common refinement of every pair of
 meshes a tensor moves between) once, at start-up, in sorted order, so that all ranks create the
-same process groups in the same order.
+same process groups in the same order. A book can be shared by several plans run one after another
+in the same world (`add`): a shape another plan already created is reused, not created again, so a
+job of many plans opens each mesh's process groups (gloo: connections and threads) once.
 """
 
 from __future__ import annotations
@@ -42,7 +44,12 @@ class MeshBook:
     def __init__(self, shapes: Iterable[tuple[int, ...]], world_size: int, device_type: str):
         self.world_size, self.device_type = world_size, device_type
         self._meshes: dict[tuple[int, ...], DeviceMesh] = {}
-        for shape in sorted(set(shapes), key=lambda s: (len(s), s)):
+        self.add(shapes)
+
+    def add(self, shapes: Iterable[tuple[int, ...]]) -> None:
+        """Create the meshes of `shapes` not created yet, in sorted order (a collective: every rank
+        must add the same shapes at the same point)."""
+        for shape in sorted({tuple(s) for s in shapes} - set(self._meshes), key=lambda s: (len(s), s)):
             self._create(shape)
 
     def _create(self, shape: tuple[int, ...]) -> DeviceMesh:

@@ -41,6 +41,7 @@ class RunOptions:
     torchrun_args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     out_dir: str | None = None
+    relaunches: int = 0                 # launch again after a rank is killed by a signal (launch.py)
 
 
 def run_plans(paths: Sequence[str | Path], options: RunOptions) -> list[dict[str, Any]]:
@@ -49,10 +50,11 @@ def run_plans(paths: Sequence[str | Path], options: RunOptions) -> list[dict[str
     tasks = [{"name": f"plan{i}", "plan": str(Path(p).resolve()), "steps": options.steps,
               "warmup": options.warmup, "lr": options.lr, "seed": options.seed, "save_params": options.check}
              for i, p in enumerate(paths)]
-    result = launch(tasks, LaunchOptions(nproc, options.timeout_s, options.torchrun_args, options.env),
-                    options.out_dir)
-    return [report(plan, str(path), result.results[t["name"]], result.out_dir / f"{t['name']}.params.pt",
-                   options) for plan, path, t in zip(plans, paths, tasks)]
+    result = launch(tasks, LaunchOptions(nproc, options.timeout_s, options.torchrun_args, options.env,
+                                         relaunches=options.relaunches), options.out_dir)
+    return [{**report(plan, str(path), result.results[t["name"]], result.out_dir / f"{t['name']}.params.pt",
+                      options), "failed_attempts": list(result.failed_attempts)}
+            for plan, path, t in zip(plans, paths, tasks)]
 
 
 def _checked(plans: Sequence[Plan], options: RunOptions) -> int:

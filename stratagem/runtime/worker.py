@@ -8,13 +8,15 @@ memory (runtime.memory, measured during the first step), and, if asked, the fina
 `<out>/rank<r>.error.json` (the task, the step, the exception) before exiting non-zero, so the
 launcher can name it; a rank killed by a signal (a C++ abort in a collective) prints the Python stack
 of every thread to stderr first (faulthandler), which the launcher quotes.
-`STRATAGEM_FAULT=rank:step:raise|exit|hang|abort` injects a failure (tests).
+`STRATAGEM_FAULT=rank:step:raise|exit|hang|abort|abort-once` injects a failure (tests; abort-once
+aborts the first launch of the job only, for relaunches).
 """
 
 from __future__ import annotations
 
 import faulthandler
 import json
+import logging
 import os
 import sys
 import time
@@ -38,10 +40,10 @@ def main(job_path: str) -> int:
     where: dict[str, Any] = {"task": None, "step": None}
     faulthandler.enable(all_threads=True)
     try:
-        _init(job)
+        meshes = _init(job)
         for task in job["tasks"]:
             where.update(task=task["name"], step=None)
-            run_task(task, out, where)
+            run_task(task, out, where, meshes)
         dist.barrier()
         dist.destroy_process_group()
         return 0
@@ -50,7 +52,9 @@ def main(job_path: str) -> int:
         raise
 
 
-def _init(job: dict[str, Any]) -> None:
+def _init(job: dict[str, Any]):
+    """The process group, and the mesh book every task of the job shares."""
+    from stratagem.runtime.meshes import MeshBook
     backend = job.get("backend", "auto")
     if backend == "auto":
         backend = "nccl" if torch.cuda.is_available() else "gloo"
@@ -60,9 +64,10 @@ def _init(job: dict[str, Any]) -> None:
         torch.set_default_device(f"cuda:{local}")
     torch.set_num_threads(int(job.get("threads", 1)))
     dist.init_process_group(backend, timeout=timedelta(seconds=float(job.get("timeout_s", 120))))
+    return MeshBook((), dist.get_world_size(), "cuda" if backend == "nccl" else "cpu")
 
 
-def run_task(task: dict[str, Any], out: Path, where: dict[str, Any]) -> None:
+def run_task(task: dict[str, Any], out: Path, where: dict[str, Any], meshes=None) -> None:
     from stratagem.runtime import checkpoint
     from stratagem.runtime.execute import parallelize
     from stratagem.runtime.training import batch, build_module, make_optimizer, training_spec
@@ -70,13 +75,13 @@ def run_task(task: dict[str, Any], out: Path, where: dict[str, Any]) -> None:
     plan = Plan.load(task["plan"])
     spec = training_spec(plan, lr=task.get("lr", 1e-3), seed=task.get("seed", 0))
     device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else None
-    model = parallelize(build_module(spec), plan, device)
+    model = parallelize(build_module(spec), plan, device, meshes)
     optimizer = make_optimizer(spec.optimizer, model.parameters(), spec.lr)
     start = checkpoint.load(model, optimizer, task["load_checkpoint"]) if task.get("load_checkpoint") else 0
     losses, times, peak = [], [], None
     for s in range(start, start + task["steps"]):
         where["step"] = s
-        _maybe_fault(s)
+        _maybe_fault(s, out)
         inputs = batch(spec, s)
         dist.barrier()
         if peak is None and task.get("memory", True):
@@ -132,7 +137,7 @@ def _write_results(task, out: Path, plan: Plan, model, losses, times, peak) -> N
     })
 
 
-def _maybe_fault(step: int) -> None:
+def _maybe_fault(step: int, out: Path) -> None:
     spec = os.environ.get(FAULT_ENV)
     if not spec:
         return
@@ -143,6 +148,12 @@ def _maybe_fault(step: int) -> None:
         os._exit(13)
     if mode == "hang":
         time.sleep(3600)
+    if mode == "abort-once":
+        fired = out / "fault.fired"
+        if fired.exists():
+            return
+        fired.touch()
+        mode = "abort"
     if mode == "abort":
         print(f"injected abort ({FAULT_ENV}={spec})", file=sys.stderr, flush=True)
         os.abort()
@@ -159,5 +170,16 @@ def _report_error(out: Path, rank: int, where: dict[str, Any], error: BaseExcept
         pass
 
 
+def exit_now(code: int) -> None:
+    """Leave without the interpreter's teardown. Everything is written and the process group is
+    destroyed by then; tearing down torch's C++ objects at exit can still abort the process
+    ("terminate called without an active exception", SIGABRT, seen on gloo ranks under load), which
+    torchrun would report as a failed run."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    exit_now(main(sys.argv[1]))

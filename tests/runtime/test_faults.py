@@ -22,11 +22,13 @@ def plan_path(tmp_path_factory):
     return saved(tmp_path_factory.mktemp("faults"), "mlp-tiny", "data-parallel", 2)
 
 
-def _fail(plan_path, tmp_path, fault: str, timeout_s: float = TIMEOUT_S) -> tuple[str, float]:
+def _fail(plan_path, tmp_path, fault: str, timeout_s: float = TIMEOUT_S, relaunches: int = 0
+          ) -> tuple[str, float]:
     task = {"name": "t", "plan": str(plan_path), "steps": 4}
     begin = time.monotonic()
     with pytest.raises(RunFailed) as error:
-        launch([task], LaunchOptions(2, timeout_s=timeout_s, env={FAULT_ENV: fault}), tmp_path)
+        launch([task], LaunchOptions(2, timeout_s=timeout_s, env={FAULT_ENV: fault}, relaunches=relaunches),
+               tmp_path)
     return str(error.value), time.monotonic() - begin
 
 
@@ -53,8 +55,38 @@ def test_a_rank_killed_by_a_signal_is_named_with_the_end_of_its_stderr(plan_path
     assert elapsed < TIMEOUT_S + STARTUP_S
 
 
+def test_a_run_killed_by_a_signal_is_relaunched_and_names_the_failed_attempt(plan_path, tmp_path):
+    task = {"name": "t", "plan": str(plan_path), "steps": 3}
+    result = launch([task], LaunchOptions(2, timeout_s=TIMEOUT_S, env={FAULT_ENV: "1:1:abort-once"},
+                                          relaunches=1), tmp_path)
+    assert len(result.results["t"]["losses"]) == 3
+    assert len(result.failed_attempts) == 1 and "rank 1 died without a report (killed by signal 6)" in \
+        result.failed_attempts[0]
+
+
+def test_a_rank_that_raises_is_never_relaunched(plan_path, tmp_path):
+    task = {"name": "t", "plan": str(plan_path), "steps": 3}
+    with pytest.raises(RunFailed) as error:
+        launch([task], LaunchOptions(2, timeout_s=TIMEOUT_S, env={FAULT_ENV: "1:1:raise"}, relaunches=2),
+               tmp_path)
+    assert "after attempt" not in str(error.value)
+    assert len(list((tmp_path / "logs").iterdir())) == 1          # one torchrun launch
+
+
+def test_relaunches_stop_after_the_last_and_name_every_attempt(plan_path, tmp_path):
+    message, _ = _fail(plan_path, tmp_path, "1:1:abort", relaunches=1)
+    assert message.count("killed by signal 6") == 2 and "(after attempt 1 failed: " in message
+
+
 def test_a_rank_that_hangs_cannot_hang_the_run(plan_path, tmp_path):
     message, elapsed = _fail(plan_path, tmp_path, "1:1:hang", timeout_s=8.0)
     assert "rank 0 failed in task 't' at step 1" in message and "Timed out" in message
     assert "rank 1 was stopped by torchrun" in message
     assert elapsed < 8.0 + STARTUP_S
+
+
+def test_relaunching_a_multi_node_run_is_refused_before_anything_starts(tmp_path):
+    from stratagem.errors import ConfigError
+    with pytest.raises(ConfigError, match="single-node"):
+        launch([], LaunchOptions(4, torchrun_args=("--nnodes=2",), relaunches=1), tmp_path)
+    assert not (tmp_path / "job.json").exists()
