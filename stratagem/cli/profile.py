@@ -86,6 +86,8 @@ def run_comm(args: argparse.Namespace) -> int:
             print(f"wrote {len(table.series)} series ({table.backend}, {table.world_size} ranks) to {args.output}")
     finally:
         dist.destroy_process_group()
+    from stratagem.runtime.worker import exit_now
+    exit_now(0)      # past torch's C++ teardown, which can abort a gloo rank at exit (runtime.worker)
     return 0
 
 
