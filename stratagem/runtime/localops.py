@@ -149,6 +149,22 @@ def _dropout_positions(inputs, attrs, view, analysis):
     return torch.where(keep, x * (1.0 / (1.0 - p)), torch.zeros((), dtype=x.dtype, device=x.device))
 
 
+def _attention_positions(inputs, attrs, view, analysis):
+    """Attention with dropout on a shard of batch, heads or queries: the mask at the weights' global
+    positions in [B, H, L, S] (every key is local: a split of the keys is refused)."""
+    from stratagem.frontend.torch_impl.nn import attention_with_keep
+    q, k, v = inputs[:3]
+    mask = inputs[3] if len(inputs) > 3 else None
+    if mask is not None and attrs["mask_is_bool"]:
+        mask = mask.bool()
+    batch, heads, queries = analysis.output_shape[:3]
+    keys = analysis.input_shapes[1][2]
+    box = (*view.out_box[:3], (0, keys))
+    positions = _global_positions((batch, heads, queries, keys), box, q.device)
+    keep = uniform(positions + dropout_counter(attrs["seed"], 0)) >= attrs["dropout_p"]
+    return attention_with_keep(q, k, v, mask, attrs, keep)
+
+
 def _global_positions(shape: Sequence[int], box, device) -> torch.Tensor:
     """Row-major positions in the whole tensor of `shape` of every element of `box`."""
     positions = torch.zeros((), dtype=torch.int64, device=device)
@@ -175,6 +191,7 @@ ADAPTERS: Mapping[str, Adapter] = {
     "whole_row": _whole_row,
     "norm_whole_row": _norm_whole_row,
     "dropout_positions": _dropout_positions,
+    "attention_positions": _attention_positions,
     "vocab_parallel": _vocab_parallel,
 }
 

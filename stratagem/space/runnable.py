@@ -98,8 +98,6 @@ _REFUSED: dict[str, tuple[Picks, str]] = {
     "group_norm": (_not_batch, "normalizes over whole groups of channels and positions"),
     "batch_norm_stats": (_named("s"), "row 0 is the sum, row 1 the sum of squares: a shard of s "
                                       "does not know which it holds"),
-    "scaled_dot_product_attention": (_reduction, "a shard of keys normalizes by its own softmax "
-                                                 "denominator, not by the one over all keys"),
     "triu": (_everything, "the diagonal is placed by global row and column"),
     "tril": (_everything, "the diagonal is placed by global row and column"),
     "pad": (_padded, "pads the ends of the whole dim, not of each shard"),
@@ -128,9 +126,19 @@ _ADAPTED: dict[str, tuple[Picks, str, str]] = {
 _CLASSES = SplitRule(_reduction, None, "a shard of the classes would need the whole "
                                       "log-sum-exp and the class weights of its targets")
 
+
+def _dropped_attention(analysis, attrs, dim) -> bool:
+    return bool(attrs.get("dropout_p")) and dim in ("b", "h", "i")
+
+
 SPLIT_RULES: Mapping[str, tuple[SplitRule, ...]] = MappingProxyType({
     **{k: (SplitRule(p, None, r),) for k, (p, r) in _REFUSED.items()},
     **{k: (SplitRule(p, a, r),) for k, (p, a, r) in _ADAPTED.items()},
+    "scaled_dot_product_attention": (
+        SplitRule(_reduction, None, "a shard of keys normalizes by its own softmax denominator, not by "
+                                    "the one over all keys"),
+        SplitRule(_dropped_attention, "attention_positions", "its dropout mask depends on each attention "
+                                                              "weight's global position")),
     **{k: (SplitRule(_position, "positions_loss", GLOBAL_COUNT), _CLASSES) for k in ("cross_entropy", "nll_loss")},
 })
 

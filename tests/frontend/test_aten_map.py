@@ -504,3 +504,20 @@ def test_described_targets_name_real_overloads_and_library_ops():
     for name in described_targets():
         namespace, packet, overload = name.split(".")
         assert overload in getattr(getattr(torch.ops, namespace), packet).overloads(), name
+
+
+def test_attention_with_dropout_is_described_with_its_own_seed_per_site():
+    """Dropout on the attention weights is the TDL's counter-based mask, not an opaque op."""
+    q = _normal(2, 4, 6, 8)
+    fn = Fn(lambda q: F.scaled_dot_product_attention(q, q, q, dropout_p=0.1)
+            + F.scaled_dot_product_attention(q, q, q, dropout_p=0.2, is_causal=True))
+    program, _ = exported(fn.train(), (q,))
+    nodes = [n for n in program.graph.nodes if str(n.target) == "aten.scaled_dot_product_attention.default"]
+    ops = [convert(n)[-1] for n in nodes]
+    assert [op.kind for op in ops] == ["scaled_dot_product_attention"] * 2
+    assert [op.attrs["dropout_p"] for op in ops] == [0.1, 0.2] and ops[1].attrs["is_causal"]
+    assert ops[0].attrs["seed"] != ops[1].attrs["seed"]
+    out = TORCH_OPS["scaled_dot_product_attention"]([q, q, q], LIBRARY["scaled_dot_product_attention"]
+                                                    .attrs_with_defaults(ops[0].attrs), (2, 4, 6, 8))
+    plain = F.scaled_dot_product_attention(q, q, q)
+    assert out.shape == plain.shape and not torch.allclose(out, plain)

@@ -301,6 +301,9 @@ def _attention(rng):
         Case(([b, h, l, e], [b, h, s, e], [b, h, s, e], [l, s]), {"scale": 0.3}),
         Case(([b, h, l, e], [b, h, s, e], [b, h, s, e], [b, 1, 1, s]), {"mask_is_bool": True},
              ("normal", "normal", "normal", "keep_first")),
+        Case(([b, h, l, e], [b, h, s, e], [b, h, s, e + 1]), {"dropout_p": 0.4, "seed": 11}),
+        Case(([b, h, l, e], [b, 2, l, e], [b, 2, l, e]),
+             {"dropout_p": 0.25, "is_causal": True, "enable_gqa": True, "seed": 3}),
     ]
 
 

@@ -76,6 +76,11 @@ def _everything(analysis, split):
     return True
 
 
+def _keys_or_dropped(analysis, split):
+    dropped = analysis.desc.attrs.get("dropout_p") and split.dim in ("b", "h", "i")
+    return _reduction(analysis, split) or bool(dropped)
+
+
 WINDOW = ("the window of each output position is placed on the whole padded input; a shard of "
           "positions or kernel offsets needs its own padding and offsets (a halo exchange)")
 GLOBAL_COUNT = "divides by the element count of the whole reduction, a shard by its own"
@@ -107,8 +112,10 @@ NOT_SHARD_LOCAL: dict[str, tuple[Any, str]] = {
                    WHOLE_ROW + "; num_groups counts the groups of the whole channel dim"),
     "batch_norm_stats": (_named("s"), "row s = 0 is the sum, s = 1 the sum of squares; a shard of "
                                       "s does not know which it holds"),
-    "scaled_dot_product_attention": (_reduction, "a shard of keys j normalizes by the softmax "
-                                                 "denominator over all keys, the kernel by its own"),
+    "scaled_dot_product_attention": (_keys_or_dropped, "a shard of keys j normalizes by the softmax "
+                                                       "denominator over all keys, the kernel by its "
+                                                       "own; with dropout, a shard of b, h or i draws "
+                                                       "its mask at its own positions, not the global"),
     "triu": (_attr_dim(None, last=2), "the diagonal is placed by global row and column"),
     "tril": (_attr_dim(None, last=2), "the diagonal is placed by global row and column"),
     "pad": (_padded, "pads the ends of the whole dim, not of each shard"),

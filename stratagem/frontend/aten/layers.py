@@ -201,14 +201,14 @@ def _embedding(node):
 
 
 def _attention(node):
+    """Dropout on the attention weights becomes the TDL's counter-based mask (its own per-node seed)."""
     args = bind(node)
-    if args["dropout_p"]:
-        return None
     mask = args["attn_mask"]
     mask_is_bool = mask is not None and dtype_name(mask) == "bool"
+    dropout = {"dropout_p": float(args["dropout_p"]), "seed": seed_of(node)} if args["dropout_p"] else {}
     return one("scaled_dot_product_attention", [args["query"], args["key"], args["value"], mask],
                is_causal=bool(args["is_causal"]), scale=args["scale"],
-               enable_gqa=bool(args["enable_gqa"]), mask_is_bool=mask_is_bool)
+               enable_gqa=bool(args["enable_gqa"]), mask_is_bool=mask_is_bool, **dropout)
 
 
 def _lstm_cell(node):

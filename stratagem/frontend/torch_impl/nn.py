@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -14,9 +16,31 @@ def _attention(inputs, attrs, out_shape):
     mask = optional(inputs, 3)
     if mask is not None and attrs["mask_is_bool"]:
         mask = mask.bool()
+    if attrs.get("dropout_p"):
+        keep = dropout_keep((*q.shape[:3], k.shape[2]), attrs["dropout_p"], attrs["seed"], q.device)
+        return attention_with_keep(q, k, v, mask, attrs, keep)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.0,
                                           is_causal=attrs["is_causal"], scale=attrs["scale"],
                                           enable_gqa=attrs["enable_gqa"])
+
+
+def attention_with_keep(q, k, v, mask, attrs, keep: torch.Tensor) -> torch.Tensor:
+    """Attention whose weights are dropped where `keep` [B, H, L, S] is False and scaled by
+    1 / (1 - dropout_p) elsewhere (the TDL's counter-based mask, given by the caller)."""
+    group = q.shape[1] // k.shape[1]
+    if group > 1:
+        k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+    scale = attrs["scale"] if attrs["scale"] is not None else 1.0 / math.sqrt(q.shape[-1])
+    scores = (q @ k.transpose(-2, -1)) * scale
+    if attrs["is_causal"]:
+        causal = torch.ones(q.shape[2], k.shape[2], dtype=torch.bool, device=q.device).tril()
+        scores = scores.masked_fill(~causal, float("-inf"))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
+    weights = torch.softmax(scores, dim=-1)
+    kept = torch.where(keep, weights * (1.0 / (1.0 - attrs["dropout_p"])), torch.zeros((), dtype=weights.dtype,
+                                                                                      device=weights.device))
+    return kept @ v
 
 
 def _lstm_cell(inputs, attrs, out_shape):

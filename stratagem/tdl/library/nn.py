@@ -88,15 +88,16 @@ def _attention_shapes(q, k, v, enable_gqa):
     example=(([2, 4, 5, 3], [2, 2, 6, 3], [2, 2, 6, 3]),
                                      {"is_causal": True, "enable_gqa": True}))
 def scaled_dot_product_attention(q, k, v, attn_mask=None, *, dropout_p=0.0, is_causal=False,
-                                 scale=None, enable_gqa=False, mask_is_bool=False):
+                                 scale=None, enable_gqa=False, mask_is_bool=False, seed=0):
     """softmax(q k^T * scale + mask) v per (batch, head); key head h // (H / Hk) (GQA).
 
     is_causal keeps keys j <= i; attn_mask (broadcast to [B, H, L, S]) is added, or, with
-    mask_is_bool, keeps the keys where it is nonzero.
+    mask_is_bool, keeps the keys where it is nonzero. dropout_p drops attention weight (b, h, i, j)
+    where uniform(seed, its row-major position in [B, H, L, S]) < dropout_p and scales the others by
+    1 / (1 - dropout_p), as `dropout` does its elements: every split draws the same mask.
     """
-    if dropout_p:
-        raise TDLError("op 'scaled_dot_product_attention': dropout_p > 0 is not described",
-                       expected="dropout_p=0.0", got=repr(dropout_p))
+    if not 0 <= dropout_p < 1:
+        raise TDLError("op 'scaled_dot_product_attention': dropout_p must be in [0, 1)", got=repr(dropout_p))
     group = _attention_shapes(q, k, v, enable_gqa)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     scores_shape = (q.shape[0], q.shape[1], q.shape[2], k.shape[2])
@@ -114,9 +115,16 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, *, dropout_p=0.0, is_c
         def keep(j, value, dropped):
             return where(j - i <= 0, value, dropped) if is_causal else value
 
+        def dropped(j, value):
+            if not dropout_p:
+                return value
+            position = ((b * scores_shape[1] + h) * scores_shape[2] + i) * scores_shape[3] + j
+            kept = uniform(IndexValue(position + dropout_counter(seed, 0))) >= dropout_p
+            return where(kept, value * (1.0 / (1.0 - dropout_p)), 0.0)
+
         keys = k.shape[2]
         m = Max(lambda j: keep(j, score(j), NEG_INF), j=keys)
-        numerator = Sum(lambda j: keep(j, exp(score(j) - m) * v[b, hk, j, d], 0.0), j=keys)
+        numerator = Sum(lambda j: keep(j, dropped(j, exp(score(j) - m)) * v[b, hk, j, d], 0.0), j=keys)
         denominator = Sum(lambda j: keep(j, exp(score(j) - m), 0.0), j=keys)
         return numerator / denominator
 
