@@ -78,6 +78,8 @@ def summary(report: dict) -> str:
         param = "-" if c["max_rel_param_diff"] is None else f"{c['max_rel_param_diff']:.2e}"
         lines.append(f"check against one process: {verdict} (loss rel. diff {c['max_rel_loss_diff']:.2e}, "
                      f"parameter rel. diff {param}, tolerance {c['tolerance']:.0e})")
+    for i, failure in enumerate(report.get("failed_attempts") or ()):
+        lines.append(f"relaunched after attempt {i + 1} failed: {failure.splitlines()[0]}")
     return "\n".join(lines)
 
 

@@ -37,3 +37,14 @@ def test_validate_sets_measured_beside_predicted(cpu_plan, tmp_path, capsys):
     assert len(json.loads(report.read_text())["plans"]) == 1
     out = capsys.readouterr().out
     assert "measured" in out and "predicted" in out and "lenet.json" in out
+
+
+def test_run_relaunches_after_a_rank_is_killed_and_says_so(cpu_plan, tmp_path, capsys, monkeypatch):
+    from stratagem.runtime.worker import FAULT_ENV
+    monkeypatch.setenv(FAULT_ENV, "1:0:abort-once")
+    report = tmp_path / "run.json"
+    assert main(["run", str(cpu_plan), "--steps", "2", "--relaunch", "1", "-o", str(report)]) == 0
+    data = json.loads(report.read_text())
+    assert len(data["losses"]) == 2 and len(data["failed_attempts"]) == 1
+    assert "relaunched after attempt 1 failed: run on 2 ranks failed: rank 1 died without a report " \
+           "(killed by signal 6)" in capsys.readouterr().out
