@@ -15,6 +15,8 @@ Adapters (each runs the kernel, or torch directly, then corrects it):
     norm_whole_row     layer / RMS norm along a split normalized dim: normalize the whole row, keep
                        the chunk, then apply the local weight and bias chunks
     dropout_positions  the counter-based mask at the elements' global positions (tdl.rng)
+    attention_positions  attention with dropout over a split batch, head or query dim: the mask at
+                       the attention weights' global positions in [B, H, L, S]
     vocab_parallel     embedding over a split vocabulary: rows outside the shard give zeros
 """
 
