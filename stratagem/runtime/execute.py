@@ -37,6 +37,7 @@ from stratagem.runtime.localops import run_local
 from stratagem.runtime.meshes import MeshBook, torch_placements
 from stratagem.runtime.move import move
 from stratagem.runtime.schedule import OpStep, Schedule, build_schedule
+from stratagem.space import REPLICATE
 
 
 class PlanModule(nn.Module):
@@ -104,7 +105,7 @@ class PlanModule(nn.Module):
     def _run(self, step: OpStep, args: list[DTensor]) -> list[DTensor]:
         locals_, dropped = [], []
         for i, x in enumerate(args):
-            local = x.to_local(grad_placements=torch_placements(step.layout.input_gradients[i]))
+            local = x.to_local(grad_placements=_gradient_placements(step, i, x))
             if step.view.reads[i]:
                 locals_.append(local)
             else:
@@ -146,6 +147,13 @@ def anchor(out: torch.Tensor, dropped: list[torch.Tensor]) -> torch.Tensor:
     if not needing or not out.dtype.is_floating_point:
         return out
     return _Anchor.apply(out, *needing)
+
+
+def _gradient_placements(step: OpStep, i: int, x: DTensor) -> tuple:
+    """Where input i's gradient lands: the layout's, or, for a one-device plan (no mesh axes; it
+    runs on the mesh (1,)), replicated."""
+    placements = step.layout.input_gradients[i] or (REPLICATE,) * x.device_mesh.ndim
+    return torch_placements(placements)
 
 
 def _sync_gradient(param: DTensor) -> None:
