@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from stratagem.frontend.calls import run_call
+from stratagem.frontend.torch_impl.nn import attention_with_keep
 from stratagem.frontend.torch_impl.rng import uniform
 from stratagem.frontend.torch_ops import TORCH_OPS
 from stratagem.ir import Attrs
@@ -154,17 +155,13 @@ def _dropout_positions(inputs, attrs, view, analysis):
 def _attention_positions(inputs, attrs, view, analysis):
     """Attention with dropout on a shard of batch, heads or queries: the mask at the weights' global
     positions in [B, H, L, S] (every key is local: a split of the keys is refused)."""
-    from stratagem.frontend.torch_impl.nn import attention_with_keep
     q, k, v = inputs[:3]
-    mask = inputs[3] if len(inputs) > 3 else None
-    if mask is not None and attrs["mask_is_bool"]:
-        mask = mask.bool()
     batch, heads, queries = analysis.output_shape[:3]
     keys = analysis.input_shapes[1][2]
     box = (*view.out_box[:3], (0, keys))
     positions = _global_positions((batch, heads, queries, keys), box, q.device)
     keep = uniform(positions + dropout_counter(attrs["seed"], 0)) >= attrs["dropout_p"]
-    return attention_with_keep(q, k, v, mask, attrs, keep)
+    return attention_with_keep(q, k, v, inputs[3] if len(inputs) > 3 else None, attrs, keep)
 
 
 def _global_positions(shape: Sequence[int], box, device) -> torch.Tensor:

@@ -7,10 +7,11 @@ Two rules, each restricting the space to the configurations real systems use:
    always be partitioned identically"). It joins the group of the op producing that input (if it
    has several: the latest-produced of those with the output's own shape, so that x + pos[:T]
    follows x and not the broadcast positional table; if every one broadcasts, as T5's
-   masked_fill(bias[1, H, L, S], mask[B, 1, L, S]), it leads a group of its own), and its configuration is derived from the
-   group's (`derive_follower_config`): per mesh axis, an input S(d) makes it split the index that
-   reads dim d (if none does, it replicates that axis: an all-gather); R makes it replicate; P(sum)
-   makes it replicate too (an all-reduce: elementwise ops do not pass partial sums through).
+   masked_fill(bias[1, H, L, S], mask[B, 1, L, S]), it leads a group of its own), and its
+   configuration is derived from the group's (`derive_follower_config`): per mesh axis, an input
+   S(d) makes it split the index that reads dim d (if none does, it replicates that axis: an
+   all-gather); R makes it replicate; P(sum) makes it replicate too (an all-reduce: elementwise ops
+   do not pass partial sums through).
 2. Shared weights. Ops reading the same weight with identical signatures (unrolled RNN timesteps)
    share one configuration (Tofu: "merging unrolled timesteps").
 

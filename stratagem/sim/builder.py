@@ -89,6 +89,7 @@ class Simulation:
         self.num_resources = self.num_devices + len(self.cluster.links)
         self.position = {op.name: i for i, op in enumerate(self.graph.ops)}
         self.viewed = {op.name: viewed_input(self.graph, op) for op in self.graph.ops}   # structural
+        self.saved = {op.name: frozenset(saved_tensors(self.graph, op)) for op in self.graph.ops}
         self.edges = self.model.edges()
         self.edges_of: dict[str, list[int]] = {}
         for k, e in enumerate(self.edges):
@@ -204,7 +205,7 @@ class Simulation:
         """Tasks on device d (the i-th of `name`'s) that need `name`'s shard of `tensor`: forward
         readers, backward of whoever keeps it, and the users of every view that aliases it."""
         users = list(self._forward_readers(name, d, tensor))
-        if tensor in saved_tensors(self.graph, self.graph.op(name)) and not self._dropped_by_producer(name, tensor):
+        if tensor in self.saved[name] and not self._dropped_by_producer(name, tensor):
             users.append(self.op_tasks[name]["B"][i])
         users.extend(self._backward_sharers(name, tensor, d))
         for k in self.edges_of.get(name, ()):
@@ -253,7 +254,7 @@ class Simulation:
             if edge.src_op != name or edge.tensor != tensor or self.edge_tasks[k]["fwd"] \
                     or not self._same_layout(k):
                 continue
-            if tensor in saved_tensors(self.graph, self.graph.op(edge.dst_op)):
+            if tensor in self.saved[edge.dst_op]:
                 dst = self.strategy[edge.dst_op]
                 found.extend(self.op_tasks[edge.dst_op]["B"][i] for i, d in enumerate(dst.devices)
                              if d == device)
@@ -366,7 +367,7 @@ class Simulation:
         local = self.model.input_layout(e.dst_op, dst, index).local_num_elements(spec.shape)
         size = local * dtype_bytes(spec.dtype)
         option = self.reuse.get((e.tensor, e.src_op, e.dst_op), cost.default_reuse)
-        kept = (self._is_weight_edge(k) or e.tensor in saved_tensors(self.graph, self.graph.op(e.dst_op))) \
+        kept = (self._is_weight_edge(k) or e.tensor in self.saved[e.dst_op]) \
             and option != "keep_before"
         viewed = self._view_source(e.dst_op) == k
         out = self.graph.op(e.dst_op).outputs[0]
@@ -385,9 +386,9 @@ class Simulation:
         e = self.edges[k]
         if e.src_op is None or self._is_weight_edge(k) or self._same_layout(k):
             return []
-        q = self.graph.op(e.dst_op)
-        if e.tensor not in saved_tensors(self.graph, q):
+        if e.tensor not in self.saved[e.dst_op]:
             return []
+        q = self.graph.op(e.dst_op)
         dst = self.strategy[e.dst_op]
         spec = self.graph.tensors[e.tensor]
         local = self.model.input_layout(e.dst_op, dst, q.inputs.index(e.tensor)).local_num_elements(spec.shape)

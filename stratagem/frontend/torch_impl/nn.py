@@ -27,6 +27,8 @@ def _attention(inputs, attrs, out_shape):
 def attention_with_keep(q, k, v, mask, attrs, keep: torch.Tensor) -> torch.Tensor:
     """Attention whose weights are dropped where `keep` [B, H, L, S] is False and scaled by
     1 / (1 - dropout_p) elsewhere (the TDL's counter-based mask, given by the caller)."""
+    if mask is not None and attrs["mask_is_bool"]:
+        mask = mask.bool()
     group = q.shape[1] // k.shape[1]
     if group > 1:
         k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
