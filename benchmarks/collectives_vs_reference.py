@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python benchmarks/collectives_vs_reference.py
 
-The reference rows are /work/shared/reference/hardware-and-collectives.md §3.6 (model outputs,
+The reference rows are docs/reference/hardware-and-collectives.md §3.6 (model outputs,
 not measurements; that model assumes one NIC per node, our presets have one per GPU).
 """
 
