@@ -60,7 +60,7 @@ def load_spec(name_or_path: str | Path) -> ClusterSpec:
     path = Path(name_or_path)
     if path.suffix in CLUSTER_SUFFIXES:
         return parse_spec(_read(path), str(path))
-    if path.exists():
+    if str(name_or_path) and path.exists():
         raise ConfigError(f"{str(path)!r} is not a cluster file", expected=f"a name ending in {', '.join(CLUSTER_SUFFIXES)}",
                           got=repr(path.suffix or path.name), hint="Cluster files are YAML or JSON")
     return _load_preset(str(name_or_path))

@@ -81,6 +81,7 @@ class Zoo:
         self._graphs: dict[tuple[str, int | None], Graph] = {}
 
     def build(self, name: str, *, batch_size: int | None = None) -> Graph:
+        resolve(name)
         key = (name, batch_size)
         if key not in self._graphs:
             from stratagem.frontend.capture import capture
