@@ -29,12 +29,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from stratagem.fields import Fields
 from stratagem.cluster.spec import (
     NCCL_PROTOCOLS, ClusterSpec, DeviceSpec, EfficiencyCurve, Fabric, LinkSpec, MeshFabric,
     NetworkSpec, PCIeTreeFabric, Protocol, SwitchFabric,
 )
 from stratagem.errors import ConfigError
+from stratagem.fields import Fields
 from stratagem.files import parse_json, parse_yaml, read_text
 from stratagem.values import closest
 
@@ -61,7 +61,8 @@ def load_spec(name_or_path: str | Path) -> ClusterSpec:
     if path.suffix in CLUSTER_SUFFIXES:
         return parse_spec(_read(path), str(path))
     if str(name_or_path) and path.exists():
-        raise ConfigError(f"{str(path)!r} is not a cluster file", expected=f"a name ending in {', '.join(CLUSTER_SUFFIXES)}",
+        raise ConfigError(f"{str(path)!r} is not a cluster file",
+                          expected=f"a name ending in {', '.join(CLUSTER_SUFFIXES)}",
                           got=repr(path.suffix or path.name), hint="Cluster files are YAML or JSON")
     return _load_preset(str(name_or_path))
 

@@ -80,9 +80,9 @@ def plan_at(graph: Graph, request: PlanRequest, devices: int) -> tuple[Plan, boo
         except planner.NothingFits:
             return front.min_memory, False
     function = planner.algorithm_named(request.algorithm)
-    known = planner.accepted_options(function)
-    with_cap = {} if known is not None and "memory_cap_bytes" not in known else {"memory_cap_bytes": cap}
-    plan = function(ctx, **request.options, **with_cap)
+    known = planner.accepted_options(function)          # None: it takes any option, the cap among them
+    cap_option = {"memory_cap_bytes": cap} if known is None or "memory_cap_bytes" in known else {}
+    plan = function(ctx, **request.options, **cap_option)
     return plan, plan.peak_memory_bytes <= cap
 
 

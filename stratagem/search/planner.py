@@ -92,8 +92,9 @@ def memory_cap(cluster: Cluster, devices: int, cap_bytes: float | str | None = N
         return memory / MEMORY_SAFETY
     cap = values.size_bytes(cap_bytes, "memory cap")
     if cap > memory:
-        raise ConfigError("memory cap is above the devices' memory", expected=f"at most {memory / 2**30:.2f} GiB "
-                          f"(a {cluster.device(0).spec.kind} of cluster {cluster.name!r})", got=f"{cap / 2**30:.2f} GiB",
+        raise ConfigError("memory cap is above the devices' memory",
+                          expected=f"at most {memory / 2**30:.2f} GiB (a {cluster.device(0).spec.kind} of cluster "
+                                   f"{cluster.name!r})", got=f"{cap / 2**30:.2f} GiB",
                           hint="The cap is per device; to plan for devices with more memory, give a cluster "
                                "file whose device.memory_bytes is larger")
     return cap
@@ -203,9 +204,10 @@ def find_strategy(graph: Graph, cluster: Cluster | str, mode: str = "mini_time",
     table: dict[int, Plan | None] = {}
     for n in device_counts(loaded, *_device_range(loaded, device_range, devices)):
         ctx = context(graph, cluster, n, optimizer)
+        cap = memory_cap(loaded, n, memory_cap_bytes)
         front = frontier(graph, cluster, ctx=ctx, space=space, options=options)
         try:
-            table[n] = mini_time(front, memory_cap(loaded, n, memory_cap_bytes))
+            table[n] = mini_time(front, cap)
         except NothingFits:
             table[n] = None
             least = min(p.peak_memory_bytes for p in front)
@@ -285,5 +287,5 @@ def search(graph: Graph, cluster: Cluster | str, algorithm: str = "ft", devices:
 
 
 __all__ = ["MODES", "NothingFits", "PlanningContext", "SearchSpace", "accepted_options", "algorithm_named",
-           "algorithms", "check_graph", "check_options", "context", "device_counts", "device_memory_cap", "find_strategy",
-           "frontier", "make_plan", "memory_cap", "mini_time", "search"]
+           "algorithms", "check_graph", "check_options", "context", "device_counts", "device_memory_cap",
+           "find_strategy", "frontier", "make_plan", "memory_cap", "mini_time", "search"]

@@ -19,7 +19,8 @@ def check_strategy(graph, strategy: Any) -> None:
     names = [op.name for op in graph.ops]
     missing = [name for name in names if name not in strategy]
     if missing:
-        raise ConfigError("strategy lacks ops", expected="a configuration for every op", got=f"none for {_some(missing)}")
+        raise ConfigError("strategy lacks ops", expected="a configuration for every op",
+                          got=f"none for {_some(missing)}")
     unknown = sorted(set(strategy) - set(names))
     if unknown:
         raise ConfigError(f"strategy names ops graph {graph.name!r} does not have", expected="the graph's op names",

@@ -116,7 +116,8 @@ def test_unknown_keys_name_the_closest_known_one(cluster_record, tmp_path, where
 @pytest.mark.parametrize("path, value, fragments", [
     (("device",), [1], ["'device' is not a mapping", "got list"]),
     (("fabrics",), {"a": 1}, ["'fabrics' is not valid", "expected a list"]),
-    (("fabrics", 0, "type"), "ring", ["'fabrics[0].type' is not valid", "expected one of 'mesh', 'switch', 'pcie_tree'"]),
+    (("fabrics", 0, "type"), "ring", ["'fabrics[0].type' is not valid",
+                                      "expected one of 'mesh', 'switch', 'pcie_tree'"]),
     (("fabrics", 0, "name"), "d0", ["'fabrics[0].name' is not valid", "a fabric name other than d<i>"]),
 ])
 def test_wrong_types_are_refused(cluster_record, tmp_path, path, value, fragments):
