@@ -25,10 +25,14 @@ from stratagem.space import Configuration
 
 def simulate(graph, cluster_or_name, strategy, devices: int | None = None, optimizer: str = "adam",
              with_trace: bool = True):
-    """Simulate one iteration of `strategy` (FlexFlow §5): iteration time, peak memory, trace."""
-    from stratagem.search.planner import context
+    """Simulate one iteration of `strategy` (FlexFlow §5): iteration time, peak memory, trace.
+    `devices`: the devices the plan is for (None: those its configurations use)."""
+    from stratagem.search.planner import check_graph, context
     from stratagem.sim.builder import Simulation
-    ctx = context(graph, cluster_or_name, devices or _devices_of(strategy), optimizer)
+    from stratagem.space import check_strategy
+    check_graph(graph)
+    check_strategy(graph, strategy)
+    ctx = context(graph, cluster_or_name, _devices_of(strategy) if devices is None else devices, optimizer)
     simulation = Simulation(ctx.model, strategy)
     simulation.run()
     return simulation.result(with_trace)

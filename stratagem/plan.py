@@ -17,9 +17,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from stratagem.errors import ConfigError
+from stratagem import values
+from stratagem.errors import ConfigError, StratagemError
+from stratagem.fields import Fields
+from stratagem.files import parse_json, read_text
 from stratagem.ir import Graph, graph_from_dict, graph_to_dict
-from stratagem.space import Configuration, Level
+from stratagem.space import Configuration, Level, check_strategy
 
 FORMAT_VERSION = 1
 
@@ -70,31 +73,25 @@ class Plan:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], graph: Graph | None = None) -> "Plan":
-        _check_version(data)
-        try:
-            graph = graph or graph_from_dict(data["graph"])
-            strategy = {op: config_from_dict(c) for op, c in data["strategy"].items()}
-            missing = [op.name for op in graph.ops if op.name not in strategy]
-            if missing:
-                raise ConfigError("plan strategy does not cover the graph",
-                                  expected="a configuration for every op", got=f"none for {missing[:5]}")
-            return cls(graph, data["cluster"], int(data["num_devices"]), strategy,
-                       float(data["iteration_time_s"]), float(data["peak_memory_bytes"]),
-                       float(data.get("additive_time_s", "nan")),
-                       float(data.get("additive_memory_bytes", "nan")), data.get("algorithm", ""),
-                       data.get("optimizer", "adam"), dict(data.get("reuse", {})), data.get("model", ""),
-                       dict(data.get("details", {})))
-        except KeyError as error:
-            raise ConfigError("plan file lacks a field", expected="a file written by Plan.save",
-                              got=f"no {error.args[0]!r}") from None
+    def from_dict(cls, data: Mapping[str, Any], graph: Graph | None = None, source: str = "plan file") -> "Plan":
+        """A plan from its JSON record; every field checked, a bad one named (`source`: the file)."""
+        top = Fields.of(data, source)
+        _check_version(top)
+        graph = graph or _graph(top)
+        num_devices = top.integer("num_devices")
+        strategy = _strategy(top.sub("strategy"), graph, num_devices)
+        return cls(graph, top.text("cluster"), num_devices, strategy, _recorded(top, "iteration_time_s"),
+                   _recorded(top, "peak_memory_bytes"), _recorded(top, "additive_time_s", NAN),
+                   _recorded(top, "additive_memory_bytes", NAN), _string(top, "algorithm"),
+                   top.text("optimizer", "adam"), _string_map(top, "reuse"), _string(top, "model"),
+                   dict(top.sub("details").data) if top.has("details") else {})
 
     def save(self, path: str | Path) -> None:
         atomic_write_json(path, self.to_dict())
 
     @classmethod
     def load(cls, path: str | Path) -> "Plan":
-        return cls.from_dict(read_json(path))
+        return cls.from_dict(read_json(path), source=str(path))
 
 
 class Frontier(Sequence):
@@ -138,11 +135,11 @@ class Frontier(Sequence):
 
     @classmethod
     def load(cls, path: str | Path) -> "Frontier":
-        data = read_json(path)
-        _check_version(data)
-        graph = graph_from_dict(data["graph"]) if data.get("graph") else None
-        return cls([Plan.from_dict(p, graph) for p in data["plans"]], data.get("details"),
-                   [Plan.from_dict(p, graph) for p in data.get("alternatives", [])])
+        top = Fields.of(read_json(path), str(path))
+        _check_version(top)
+        graph = _graph(top) if top.raw("graph", None) is not None else None
+        details = top.sub("details").data if top.has("details") else {}
+        return cls(_plans(top, "plans", graph), details, _plans(top, "alternatives", graph, []))
 
 
 def config_to_dict(config: Configuration) -> dict[str, Any]:
@@ -152,29 +149,99 @@ def config_to_dict(config: Configuration) -> dict[str, Any]:
 
 def config_from_dict(data: Mapping[str, Any]) -> Configuration:
     try:
-        return Configuration(tuple(Level(d, int(s)) for d, s in data["levels"]), int(data["first_device"]))
+        levels = tuple(Level(_dim(d), values.integer(s, "mesh axis size")) for d, s in data["levels"])
+        return Configuration(levels, values.integer(data["first_device"], "first device", minimum=0))
     except (KeyError, TypeError, ValueError) as error:
         raise ConfigError("configuration record is malformed",
                           expected='{"first_device": int, "levels": [[dim or null, size], ...]}',
                           got=repr(data)) from error
 
 
-def _check_version(data: Mapping[str, Any]) -> None:
-    version = data.get("format_version")
-    if version != FORMAT_VERSION:
-        raise ConfigError("unsupported plan file version", expected=str(FORMAT_VERSION), got=repr(version),
-                          hint="Re-create the plan with this version of stratagem")
+def _dim(dim: Any) -> str | None:
+    if dim is not None and not isinstance(dim, str):
+        raise TypeError(f"dim {dim!r}")
+    return dim
 
 
-def read_json(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
+NAN = float("nan")
+
+
+def _in_field(f: Fields, key: str, error: StratagemError) -> ConfigError:
+    """`error`, said of field `key` of the file."""
+    return ConfigError(f"{f.named(key)}: {error.what}", expected=error.expected, got=error.got, hint=error.hint)
+
+
+def _graph(f: Fields) -> Graph:
     try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"no such file {str(path)!r}") from None
-    except json.JSONDecodeError as error:
-        raise ConfigError(f"{path} is not valid JSON", got=f"{error.msg} at line {error.lineno}",
-                          hint="Plan files are written by `stratagem plan -o`") from None
+        return graph_from_dict(f.raw("graph"))
+    except StratagemError as error:
+        raise _in_field(f, "graph", error) from None
+
+
+def _strategy(f: Fields, graph: Graph, num_devices: int) -> dict[str, Configuration]:
+    strategy = {op: _config(f, op, num_devices) for op in f.data}
+    try:
+        check_strategy(graph, strategy)
+    except ConfigError as error:
+        raise _in_field(f, "", error) from None
+    return strategy
+
+
+def _config(f: Fields, op: str, num_devices: int) -> Configuration:
+    record = f.sub(op).data
+    try:
+        config = config_from_dict(record)
+    except ConfigError as error:
+        raise _in_field(f, op, error) from None
+    if config.devices.stop > num_devices:
+        raise f.error(op, f"a configuration on devices 0..{num_devices - 1} (num_devices is {num_devices})",
+                      str(config))
+    return config
+
+
+def _recorded(f: Fields, key: str, default: Any = ...) -> float:
+    """A cost the plan records: a number >= 0, or NaN where it was not simulated."""
+    value = f.raw(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise f.error(key, "a number >= 0 (NaN when not simulated)", value)
+    return float(value)
+
+
+def _string(f: Fields, key: str) -> str:
+    value = f.raw(key, "")
+    if not isinstance(value, str):
+        raise f.error(key, "a string", value)
+    return value
+
+
+def _string_map(f: Fields, key: str) -> dict[str, str]:
+    table = f.sub(key) if f.has(key) else Fields({}, f.source, key)
+    for name, value in table.data.items():
+        if not isinstance(value, str):
+            raise table.error(str(name), "a string", value)
+    return dict(table.data)
+
+
+def _plans(f: Fields, key: str, graph: Graph | None, default: Any = ...) -> list[Plan]:
+    records = f.sequence(key, default)
+    if graph is None and records:
+        raise f.error("graph", "the graph the plans were made for", None)
+    return [Plan.from_dict(record, graph, f"{f.source}: {key}[{i}]") for i, record in enumerate(records)]
+
+
+def _check_version(f: Fields) -> None:
+    version = f.raw("format_version", None)
+    if version == FORMAT_VERSION and not isinstance(version, bool):
+        return
+    newer = isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION
+    raise ConfigError(f"{f.source}: unsupported plan file version", expected=f"format_version {FORMAT_VERSION} "
+                      "(the only one this stratagem reads)", got=repr(version),
+                      hint="Upgrade stratagem to read it" if newer else
+                      "Write the plan again with this version of stratagem (`stratagem plan MODEL -o FILE`)")
+
+
+def read_json(path: str | Path) -> Any:
+    return parse_json(read_text(path, "file"), path)
 
 
 def atomic_write_json(path: str | Path, data: Mapping[str, Any]) -> None:

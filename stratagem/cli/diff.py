@@ -18,6 +18,8 @@ def run(args: argparse.Namespace) -> int:
     from stratagem.report.console import Console
     from stratagem.report.diff import diff_plans
     from stratagem.report.planfile import load_plan
+    from stratagem.values import integer
+    top = None if args.top is None else integer(args.top, "--top (changed ops to list)", minimum=0)
     out = Console()
     result = diff_plans(load_plan(args.a), load_plan(args.b))
     out.table(result.cost_table())
@@ -25,8 +27,8 @@ def run(args: argparse.Namespace) -> int:
         out.print(f"the plans are for different graphs: {len(result.only_in_a)} ops only in a "
                   f"({', '.join(result.only_in_a[:5])}...), {len(result.only_in_b)} only in b")
     ops = result.op_table()
-    if args.top is not None:
-        ops = replace(ops, rows=ops.rows[:args.top])
+    if top is not None:
+        ops = replace(ops, rows=ops.rows[:top])
     if result.changed:
         out.table(ops)
     else:

@@ -30,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from stratagem.report import frontier_plot, planning
     from stratagem.report.console import Console
     from stratagem.report.units import format_bytes
+    from stratagem.search.planner import memory_cap
     out = Console()
     cluster_name = args.cluster or DEFAULT_CLUSTER
     cluster = planning.check_cluster(cluster_name, args.devices)
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     devices = ctx.num_devices
     out.table(frontier_plot.frontier_table(points, f"{args.model} on {cluster_name}, {devices} devices: "
                                                    f"{len(front)} plans on the frontier"))
-    cap = planning.memory_cap(cluster, devices, None)
+    cap = memory_cap(cluster, devices)
     out.print(f"memory cap {format_bytes(cap)} (device memory / 1.1); the fastest plan that fits: "
               f"{fastest_under(front, cap)}")
     if args.output:

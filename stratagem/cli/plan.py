@@ -38,10 +38,12 @@ def run(args: argparse.Namespace) -> int:
     from stratagem.report import planning
     from stratagem.report.console import Console
     from stratagem.report.plan_summary import plan_lines, profile_table
+    from stratagem.search.planner import memory_cap
     out = Console()
     request = request_of(args)
-    planning.check_algorithm(request.algorithm)
-    planning.check_cluster(request.cluster, request.devices)
+    planning.check_algorithm(request.algorithm, request.options)
+    cluster = planning.check_cluster(request.cluster, request.devices)
+    memory_cap(cluster, cluster.device_count(request.devices), request.memory_cap_bytes)
     if args.cluster is None:
         out.print(f"cluster: {DEFAULT_CLUSTER} (the default: TensorOpt's 2 nodes x 8 V100; choose one with --cluster)")
     with out.status(f"capturing {request.model}"):
@@ -58,8 +60,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         with out.status(f"planning {request.model} ({request.algorithm}, {request.mode.replace('_', '-')})"):
             plan, fits = planning.plan_model(graph, request, out.track)
-    cap = planning.memory_cap(planning.check_cluster(request.cluster, None), plan.num_devices,
-                              request.memory_cap_bytes)
+    cap = memory_cap(cluster, plan.num_devices, request.memory_cap_bytes)
     for line in plan_lines(plan, cap, fits):
         out.print(line)
     plan.save(args.output)
@@ -69,8 +70,8 @@ def run(args: argparse.Namespace) -> int:
 
 def request_of(args: argparse.Namespace):
     from stratagem.report.planning import PlanRequest
-    from stratagem.report.units import parse_bytes
+    from stratagem.values import size_bytes
     options = {k: v for k, v in (("budget_s", args.budget_s), ("seed", args.seed)) if v is not None}
+    cap = None if args.memory_cap is None else size_bytes(args.memory_cap, "memory cap")
     return PlanRequest(args.model, args.cluster or DEFAULT_CLUSTER, args.devices, args.mode.replace("-", "_"),
-                       parse_bytes(args.memory_cap) if args.memory_cap else None, args.algorithm, options,
-                       args.batch_size)
+                       cap, args.algorithm, options, args.batch_size)

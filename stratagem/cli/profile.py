@@ -56,7 +56,13 @@ def _comm_argv(args: argparse.Namespace) -> list[str]:
     return argv + (["--kinds", *args.kinds] if args.kinds else [])
 
 
+def comm_options(args: argparse.Namespace):
+    from stratagem.runtime.profile_comm import KINDS, CommProfileOptions
+    return CommProfileOptions(args.min_exp, args.max_exp, args.repeats, args.warmup, tuple(args.kinds or KINDS))
+
+
 def run_comm(args: argparse.Namespace) -> int:
+    options = comm_options(args)            # checked before any process starts
     if not _under_torchrun():
         if args.nproc < 2:
             raise ConfigError("--nproc", expected="at least 2 processes", got=str(args.nproc))
@@ -66,20 +72,15 @@ def run_comm(args: argparse.Namespace) -> int:
     import torch
     import torch.distributed as dist
 
-    from stratagem.runtime.profile_comm import KINDS, CommProfileOptions, profile_world
+    from stratagem.runtime.profile_comm import profile_world
 
     backend = args.backend if args.backend != "auto" else ("nccl" if torch.cuda.is_available() else "gloo")
     local = int(os.environ.get("LOCAL_RANK", 0))
     device = torch.device(f"cuda:{local}") if backend == "nccl" else torch.device("cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    unknown = sorted(set(args.kinds or ()) - set(KINDS))
-    if unknown:
-        raise ConfigError("--kinds", expected=f"some of {KINDS}", got=str(unknown))
     dist.init_process_group(backend)
     try:
-        options = CommProfileOptions(args.min_exp, args.max_exp, args.repeats, args.warmup,
-                                     tuple(args.kinds or KINDS))
         table = profile_world(options, device)
         if table is not None:
             table.save(args.output)

@@ -30,7 +30,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def add_run_arguments(parser: argparse.ArgumentParser, steps: int) -> None:
     parser.add_argument("--steps", type=int, default=steps, help="training steps")
-    parser.add_argument("--warmup", type=int, default=1, help="steps left out of the timing")
+    parser.add_argument("--warmup", type=int, default=None,
+                        help="steps left out of the timing, fewer than --steps (default: 1, or 0 with --steps 1)")
     parser.add_argument("--nproc", type=int, default=None, help="processes (default: the plan's devices)")
     parser.add_argument("--lr", type=float, default=1e-3, help="learning rate of the plan's optimizer")
     parser.add_argument("--seed", type=int, default=0, help="seed of the weights and the batches")

@@ -16,6 +16,7 @@ from stratagem.cluster.comm_table import CommTable, Groups, normalize_groups
 from stratagem.cluster.patterns import MAX_SEARCH_DEVICES, search_channels
 from stratagem.cluster.spec import ClusterSpec
 from stratagem.cluster.topology import NETWORK, REFERENCE_BYTES, Device, Link, Node, NodeTemplate
+from stratagem import values
 from stratagem.errors import ConfigError
 
 Channels = tuple[tuple[tuple[int, ...], float], ...]
@@ -48,6 +49,12 @@ class Cluster:
     @property
     def num_devices(self) -> int:
         return len(self.devices)
+
+    def device_count(self, devices: int | None) -> int:
+        """The devices a plan uses: all of them for None, else an integer in 1..num_devices."""
+        if devices is None:
+            return self.num_devices
+        return values.integer(devices, f"device count on cluster {self.name!r}", 1, self.num_devices)
 
     def device(self, d: int) -> Device:
         self._check_device(d)

@@ -9,7 +9,7 @@ File format (every bandwidth per direction in bytes/s, every latency in s, per h
 
     name, description, nodes, devices_per_node
     device:      kind, matrix_flops_per_s {dtype: peak, default: peak}, vector_flops_per_s {...},
-                 memory_bandwidth_bytes_per_s, memory_bytes, launch_overhead_s,
+                 memory_bandwidth_bytes_per_s, memory_bytes (bytes, or a size such as 16GB), launch_overhead_s,
                  optional matrix_efficiency / vector_efficiency / memory_efficiency: [[size, eta], ...]
     fabrics:     list of {type: mesh, name, link: {bandwidth_bytes_per_s, latency_s},
                           pairs: [[local a, local b, links], ...]}
@@ -25,19 +25,18 @@ File format (every bandwidth per direction in bytes/s, every latency in s, per h
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from stratagem.cluster.fields import Fields
 from stratagem.cluster.spec import (
     NCCL_PROTOCOLS, ClusterSpec, DeviceSpec, EfficiencyCurve, Fabric, LinkSpec, MeshFabric,
     NetworkSpec, PCIeTreeFabric, Protocol, SwitchFabric,
 )
 from stratagem.errors import ConfigError
+from stratagem.fields import Fields
+from stratagem.files import parse_json, parse_yaml, read_text
+from stratagem.values import closest
 
 PRESET_DIR = Path(__file__).parent / "presets"
 _SHAPED = re.compile(r"^(?P<base>[a-z0-9]+)-(?P<nodes>\d+)x(?P<per>\d+)$")
@@ -51,23 +50,26 @@ def preset_names() -> list[str]:
     return [p.stem for p in preset_files()]
 
 
+CLUSTER_SUFFIXES = (".yaml", ".yml", ".json")
+
+
 def load_spec(name_or_path: str | Path) -> ClusterSpec:
+    if not isinstance(name_or_path, (str, Path)):
+        raise ConfigError("cluster not understood", expected="a preset name or a path to a YAML/JSON cluster file",
+                          got=repr(name_or_path))
     path = Path(name_or_path)
-    if path.suffix in (".yaml", ".yml", ".json"):
-        if not path.is_file():
-            raise ConfigError(f"cluster file {str(path)!r} not found",
-                              hint="Give a path to a YAML/JSON cluster file or a preset name")
+    if path.suffix in CLUSTER_SUFFIXES:
         return parse_spec(_read(path), str(path))
+    if str(name_or_path) and path.exists():
+        raise ConfigError(f"{str(path)!r} is not a cluster file",
+                          expected=f"a name ending in {', '.join(CLUSTER_SUFFIXES)}",
+                          got=repr(path.suffix or path.name), hint="Cluster files are YAML or JSON")
     return _load_preset(str(name_or_path))
 
 
 def _read(path: Path) -> Any:
-    text = path.read_text()
-    try:
-        return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as error:
-        raise ConfigError(f"cluster file {str(path)!r} cannot be parsed", got=str(error).splitlines()[0],
-                          hint="Check the file's syntax") from None
+    text = read_text(path, "cluster file")
+    return parse_json(text, path) if path.suffix == ".json" else parse_yaml(text, path)
 
 
 def _load_preset(name: str) -> ClusterSpec:
@@ -86,9 +88,15 @@ def _load_preset(name: str) -> ClusterSpec:
                 data = dict(_read(path))
                 data.update({key: count, "name": name})
                 return parse_spec(data, path.name)
+    suggestion = closest(name, [*preset_names(), *_family_examples()])
     raise ConfigError(f"no cluster preset {name!r}", expected=f"one of {preset_names()}", got=repr(name),
-                      hint="Families ending in N take any count, e.g. a100-4x8, h100-16x8, cpu-1x4; "
-                           "or give a path to a .yaml/.json file")
+                      hint=(f"{suggestion} " if suggestion else "") + "Families ending in N take any count, e.g. "
+                           "a100-4x8, h100-16x8, cpu-1x4; or give a path to a .yaml/.json file")
+
+
+def _family_examples() -> list[str]:
+    """A family's names at small counts (`cpu-1x2`, `a100-2x8`): what a misspelt name is near."""
+    return [name.replace("N", str(n)) for name in preset_names() if "N" in name for n in (1, 2, 4, 8)]
 
 
 # ---- parsing -------------------------------------------------------------------------------------
@@ -103,6 +111,7 @@ def parse_spec(data: Any, source: str) -> ClusterSpec:
     nodes, per = top.integer("nodes"), top.integer("devices_per_node")
     fabrics = tuple(_fabric(Fields.of(f, source, f"fabrics[{i}]"), per)
                     for i, f in enumerate(top.sequence("fabrics", [])))
+    _check_unique_names(top, fabrics)
     network = _network(top.sub("network"), per, fabrics) if top.has("network") else None
     if nodes > 1 and network is None:
         raise top.error("network", "a network section when nodes > 1", None)
@@ -113,6 +122,14 @@ def parse_spec(data: Any, source: str) -> ClusterSpec:
         devices_per_node=per, device=_device(top.sub("device")), fabrics=fabrics, network=network,
         protocols=_protocols(collectives),
         reduction_s_per_byte=collectives.number("reduction_s_per_byte", 0.0, positive=False))
+
+
+def _check_unique_names(top: Fields, fabrics: tuple[Fabric, ...]) -> None:
+    seen: set[str] = set()
+    for i, fabric in enumerate(fabrics):
+        if fabric.name in seen:
+            raise top.error(f"fabrics[{i}].name", "a name no other fabric has", fabric.name)
+        seen.add(fabric.name)
 
 
 def _link(f: Fields) -> LinkSpec:
@@ -142,7 +159,7 @@ def _device(f: Fields) -> DeviceSpec:
                    "memory_efficiency"})
     base = DeviceSpec(f.text("kind"), f.number_table("matrix_flops_per_s"),
                       f.number_table("vector_flops_per_s"), f.number("memory_bandwidth_bytes_per_s"),
-                      f.number("memory_bytes"), f.number("launch_overhead_s", positive=False))
+                      f.size("memory_bytes"), f.number("launch_overhead_s", positive=False))
     return DeviceSpec(base.kind, base.matrix_flops_per_s, base.vector_flops_per_s,
                       base.memory_bandwidth_bytes_per_s, base.memory_bytes, base.launch_overhead_s,
                       _curve(f, "matrix_efficiency", base.matrix_efficiency),
@@ -175,12 +192,16 @@ def _fabric(f: Fields, per: int) -> Fabric:
 
 
 def _pairs(f: Fields, per: int) -> tuple[tuple[int, int, int], ...]:
-    pairs = []
+    pairs, seen = [], set()
     for i, item in enumerate(f.sequence("pairs")):
         ok = (isinstance(item, (list, tuple)) and len(item) == 3 and all(isinstance(x, int) for x in item)
               and 0 <= item[0] < per and 0 <= item[1] < per and item[0] != item[1] and item[2] >= 1)
         if not ok:
             raise f.error(f"pairs[{i}]", f"[device a, device b, links] with devices in 0..{per - 1}", item)
+        if frozenset(item[:2]) in seen:
+            raise f.error(f"pairs[{i}]", "each pair of devices once (give the number of links as the third entry)",
+                          item)
+        seen.add(frozenset(item[:2]))
         pairs.append((item[0], item[1], item[2]))
     return tuple(pairs)
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from stratagem.cost.memory import MemoryCost
 from stratagem.cost.steps import CommStep
+from stratagem.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,8 @@ class EdgeCost:
         """The same edge under another reuse option (its memory and extra backward traffic)."""
         option = next((o for o in self.reuse if o.name == name), None)
         if option is None:
-            raise KeyError(f"no reuse option {name!r}; have {[o.name for o in self.reuse]}")
+            raise ConfigError(f"no reuse option {name!r} for this edge",
+                              expected=f"one of {[o.name for o in self.reuse]}", got=repr(name))
         base = next(o for o in self.reuse if o.name == self.default_reuse)
         return EdgeCost(self.forward_steps, self.backward_steps + option.backward_steps,
                         self.forward_time_s, self.backward_time_s + option.backward_time_s

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stratagem.errors import ConfigError
+from stratagem import values
 from stratagem.ir import Graph, Op, Role
 
 OPTIMIZER_STATES = {"sgd": 0, "momentum": 1, "adam": 2, "adamw": 2}
@@ -53,9 +53,7 @@ class Optimizer:
     mixed_precision: bool = False
 
     def __post_init__(self) -> None:
-        if self.name not in OPTIMIZER_STATES:
-            raise ConfigError("unknown optimizer", expected=f"one of {sorted(OPTIMIZER_STATES)}",
-                              got=repr(self.name))
+        values.one_of(self.name, "optimizer", sorted(OPTIMIZER_STATES))
 
     @property
     def states(self) -> int:

@@ -34,7 +34,7 @@ from stratagem.cost.redistribute import Redistribution
 from stratagem.cost.reschedule import Rescheduler
 from stratagem.errors import ConfigError
 from stratagem.ir import Graph, Role, TensorSpec, dtype_bytes
-from stratagem.space import Configuration, OpLayout, SpaceOptions, enumerate_configurations
+from stratagem.space import Configuration, OpLayout, SpaceOptions, check_strategy, enumerate_configurations
 
 
 @dataclass(frozen=True)
@@ -64,10 +64,7 @@ class CostModel:
         if isinstance(compute_table, (str, Path)):
             compute_table = ComputeTable.load(compute_table)
         self.graph, self.cluster = graph, cluster
-        self.num_devices = num_devices or cluster.num_devices
-        if not 1 <= self.num_devices <= cluster.num_devices:
-            raise ConfigError("num_devices out of range", expected=f"1..{cluster.num_devices}",
-                              got=str(num_devices))
+        self.num_devices = cluster.device_count(num_devices)
         self.optimizer = Optimizer(optimizer, mixed_precision)
         self.shard_updates = shard_updates
         self.device = cluster.devices[0].spec
@@ -117,10 +114,7 @@ class CostModel:
         return self._edge_list
 
     def plan_cost(self, strategy: Mapping[str, Configuration]) -> PlanCost:
-        missing = [op.name for op in self.graph.ops if op.name not in strategy]
-        if missing:
-            raise ConfigError("strategy lacks ops", expected="a configuration for every op",
-                              got=f"none for {missing[:5]}")
+        check_strategy(self.graph, strategy)
         memory = [0.0] * self.num_devices
         time_s = communication_s = compute_s = transient = 0.0
         for op in self.graph.ops:

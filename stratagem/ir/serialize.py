@@ -40,6 +40,6 @@ def graph_from_dict(data: dict[str, Any]) -> Graph:
         ops = [Op(o["name"], o["kind"], tuple(o["inputs"]), tuple(o["outputs"]), Attrs(o.get("attrs", {})),
                   o.get("module", ""), tuple(o["saved"]) if "saved" in o else None) for o in data["ops"]]
         return Graph.build(data["name"], tensors, ops, data["outputs"], data.get("meta", {}))
-    except (KeyError, TypeError, ValueError) as error:
+    except (AttributeError, KeyError, TypeError, ValueError) as error:
         raise GraphError("graph record is malformed", expected="tensors, ops and outputs as written "
                          "by graph_to_dict", got=f"{type(error).__name__}: {error}") from error

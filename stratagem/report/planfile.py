@@ -29,12 +29,12 @@ def load_plan(text: str) -> Plan:
         raise ConfigError(f"no plan file {str(path)!r}", expected="a plan file", got="no such file",
                           hint=MAKE_ONE)
     data = read_json(path)
-    if "plans" in data:
+    if isinstance(data, dict) and "plans" in data:
         return _frontier_plan(path, index)
     if index is not None:
         raise ConfigError(f"{path} is a plan file, not a frontier file", expected="no :INDEX after a plan file",
                           got=f":{index}", hint=f"Give {path} alone")
-    return Plan.from_dict(data)
+    return Plan.from_dict(data, source=str(path))
 
 
 def _frontier_plan(path: Path, index: int | None) -> Plan:

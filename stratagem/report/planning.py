@@ -10,18 +10,17 @@ plan per device count, which fits the cap or not.
 
 from __future__ import annotations
 
-import inspect
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from stratagem import values
 from stratagem.errors import ConfigError
 from stratagem.ir import Graph
 from stratagem.plan import Frontier, Plan
 
 DEFAULT_CLUSTER = "v100-2x8"          # TensorOpt's cluster: 2 nodes x 8 V100 16 GB
-MODES = ("mini_time", "mini_parallelism", "profiling")
 
 
 @dataclass(frozen=True)
@@ -47,14 +46,10 @@ def build_graph(model: str, batch_size: int | None = None) -> Graph:
         return zoo.build(model, batch_size=batch_size)
 
 
-def check_algorithm(name: str) -> None:
-    from stratagem.search.planner import algorithms
-    known = sorted(algorithms())
-    if name not in known:
-        import difflib
-        close = difflib.get_close_matches(name, known, n=3, cutoff=0.4)
-        raise ConfigError(f"no search algorithm {name!r}", expected=f"one of {', '.join(known)}", got=repr(name),
-                          hint=f"Did you mean {' or '.join(close)}?" if close else None)
+def check_algorithm(name: str, options: Mapping[str, Any] | None = None) -> None:
+    """`name` is a registered search, and it takes every option given (budget_s, seed)."""
+    from stratagem.search.planner import check_options
+    check_options(name, options or {})
 
 
 def cluster_reference(name: str) -> str:
@@ -67,24 +62,15 @@ def cluster_reference(name: str) -> str:
 def check_cluster(name: str, devices: int | None):
     from stratagem.cluster import load
     cluster = load(name)
-    if devices is not None and not 1 <= devices <= cluster.num_devices:
-        raise ConfigError(f"--devices {devices} does not fit cluster {name!r}",
-                          expected=f"1..{cluster.num_devices}", got=str(devices))
+    cluster.device_count(devices)
     return cluster
-
-
-def memory_cap(cluster, devices: int, cap_bytes: float | None) -> float:
-    from stratagem.search.planner import MEMORY_SAFETY
-    if cap_bytes is not None:
-        return cap_bytes
-    return min(cluster.device(d).spec.memory_bytes for d in range(devices)) / MEMORY_SAFETY
 
 
 def plan_at(graph: Graph, request: PlanRequest, devices: int) -> tuple[Plan, bool]:
     """The least-time plan on `devices` devices, and whether it fits the memory cap."""
     from stratagem.search import planner
     cluster = check_cluster(request.cluster, devices)
-    cap = memory_cap(cluster, devices, request.memory_cap_bytes)
+    cap = planner.memory_cap(cluster, devices, request.memory_cap_bytes)
     ctx = planner.context(graph, cluster, devices)
     ctx = replace(ctx, cluster_name=cluster_reference(request.cluster))
     if request.algorithm == "ft":
@@ -93,32 +79,29 @@ def plan_at(graph: Graph, request: PlanRequest, devices: int) -> tuple[Plan, boo
             return planner.mini_time(front, cap), True
         except planner.NothingFits:
             return front.min_memory, False
-    function = planner.algorithms()[request.algorithm]
-    plan = function(ctx, **_accepted(function, {**request.options, "memory_cap_bytes": cap}))
+    function = planner.algorithm_named(request.algorithm)
+    known = planner.accepted_options(function)          # None: it takes any option, the cap among them
+    cap_option = {"memory_cap_bytes": cap} if known is None or "memory_cap_bytes" in known else {}
+    plan = function(ctx, **request.options, **cap_option)
     return plan, plan.peak_memory_bytes <= cap
-
-
-def _accepted(function: Callable, options: Mapping[str, Any]) -> dict[str, Any]:
-    parameters = inspect.signature(function).parameters.values()
-    if any(p.kind is p.VAR_KEYWORD for p in parameters):
-        return dict(options)
-    names = {p.name for p in parameters}
-    return {k: v for k, v in options.items() if k in names}
 
 
 def device_counts(request: PlanRequest) -> list[int]:
     from stratagem.search.planner import device_counts as counts
     cluster = check_cluster(request.cluster, request.devices)
-    return counts(cluster, 1, request.devices or cluster.num_devices)
+    return counts(cluster, 1, cluster.device_count(request.devices))
 
 
 def plan_model(graph: Graph, request: PlanRequest, track: Track = lambda xs, _: xs) -> tuple[Plan, bool]:
     """(plan, fits the cap). mini_parallelism walks device counts up until one fits."""
+    from stratagem.search.planner import MODES
+    values.one_of(request.mode, "mode", MODES)
     if request.mode == "mini_time":
         cluster = check_cluster(request.cluster, request.devices)
-        return plan_at(graph, request, request.devices or cluster.num_devices)
+        return plan_at(graph, request, cluster.device_count(request.devices))
     if request.mode != "mini_parallelism":
-        raise ConfigError("unknown mode", expected="mini-time, mini-parallelism or profiling", got=repr(request.mode))
+        raise ConfigError("mode is not one plan", expected="mini_time or mini_parallelism", got=repr(request.mode),
+                          hint="profiling gives a plan per device count: profile_devices")
     last = None
     for n in track(device_counts(request), "device counts"):
         last = plan_at(graph, request, n)

@@ -1,32 +1,6 @@
-"""Memory sizes from text, and bytes and seconds as text.
-
-    parse_bytes("16GB") = 16e9    parse_bytes("14.5GiB") = 14.5 * 2**30    parse_bytes("2e10") = 2e10
-Decimal units (kB, MB, GB, TB) are powers of 1000, binary ones (KiB, MiB, GiB, TiB) powers of 1024;
-a bare number is bytes.
-"""
+"""Bytes and seconds as text (sizes from text: stratagem.values.size_bytes)."""
 
 from __future__ import annotations
-
-import math
-import re
-
-from stratagem.errors import ConfigError
-
-UNIT_BYTES = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
-              "kib": 2 ** 10, "mib": 2 ** 20, "gib": 2 ** 30, "tib": 2 ** 40}
-_SIZE = re.compile(r"^\s*(?P<number>[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(?P<unit>[a-zA-Z]*)\s*$")
-
-
-def parse_bytes(text: str) -> float:
-    match = _SIZE.match(str(text))
-    unit = match["unit"].lower() if match else None
-    if not match or unit not in UNIT_BYTES:
-        raise ConfigError("memory size not understood", expected="a number with an optional unit, "
-                          "e.g. 16GB, 14.5GiB, 512MiB or 2e10 (bytes)", got=repr(text))
-    value = float(match["number"]) * UNIT_BYTES[unit]
-    if value <= 0 or not math.isfinite(value):
-        raise ConfigError("memory size must be positive", got=repr(text))
-    return value
 
 
 def format_bytes(num_bytes: float) -> str:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from stratagem import values
 from stratagem.cluster.comm_table import CommTable, Groups, Series, normalize_groups
 from stratagem.cost.layout import TensorLayout
 from stratagem.space import REPLICATE, ordered_factorizations
@@ -43,6 +44,14 @@ class CommProfileOptions:
     repeats: int = 10
     warmup: int = 2
     kinds: tuple[str, ...] = KINDS
+
+    def __post_init__(self) -> None:
+        values.integer(self.min_exp, "smallest size exponent (min_exp)", minimum=0)
+        values.integer(self.max_exp, "largest size exponent (max_exp)", minimum=self.min_exp)
+        values.integer(self.repeats, "repeats")
+        values.integer(self.warmup, "warmup", minimum=0)
+        for kind in self.kinds:
+            values.one_of(kind, "collective", KINDS)
 
 
 def partitionings(world_size: int, max_axes: int = 3) -> list[Groups]:

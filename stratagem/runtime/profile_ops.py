@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from stratagem import values
 from stratagem.cost.compute_table import ComputeTable, OpTiming, ProfileRequest
 from stratagem.cost.oplayouts import profile_requests
 from stratagem.errors import ConfigError
@@ -96,9 +97,8 @@ def profile(requests: Iterable[ProfileRequest], impls: Mapping[str, Impl] | None
             repeats: int = MIN_REPEATS, warmup: int = 2, device: torch.device | str = "cpu",
             label: str | None = None) -> ComputeTable:
     """Measure every request; `label` names the device kind (default: the torch device's)."""
-    if repeats < MIN_REPEATS:
-        raise ConfigError("too few repeats for a stable median", expected=f">= {MIN_REPEATS}",
-                          got=str(repeats))
+    values.integer(repeats, "repeats (for a stable median)", minimum=MIN_REPEATS)
+    values.integer(warmup, "warmup", minimum=0)
     impls = default_impls() if impls is None else impls
     requests = list(requests)
     missing = sorted({r.kind for r in requests} - set(impls))
@@ -113,4 +113,6 @@ def profile_graph(graph: Graph, num_devices: int, options: SpaceOptions = SpaceO
                   **kwargs: Any) -> ComputeTable:
     """Every distinct local op of `graph` under the configurations a search over `num_devices`
     devices would consider (see cost.oplayouts.profile_requests)."""
+    values.integer(num_devices, "devices")
+    values.integer(options.max_axes, "max_axes")
     return profile(profile_requests(graph, num_devices, options), **kwargs)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stratagem import values
 from stratagem.plan import Plan
 from stratagem.runtime.errors import NotRunnable
 from stratagem.runtime.launch import LaunchOptions, launch
@@ -31,8 +32,10 @@ MEMORY_MEANING = ("largest total of live tensor storage bytes on the rank during
 
 @dataclass(frozen=True)
 class RunOptions:
+    """How to run: every value checked on construction (stratagem.values), for the CLI and the API
+    alike. `warmup`: steps left out of the timing, fewer than `steps`; None: 1 when steps > 1, else 0."""
     steps: int = 5
-    warmup: int = 1
+    warmup: int | None = None
     check: bool = False
     lr: float = 1e-3
     seed: int = 0
@@ -42,6 +45,17 @@ class RunOptions:
     env: dict[str, str] = field(default_factory=dict)
     out_dir: str | None = None
     relaunches: int = 0                 # launch again after a rank is killed by a signal (launch.py)
+
+    def __post_init__(self) -> None:
+        steps = values.integer(self.steps, "steps")
+        warmup = min(1, steps - 1) if self.warmup is None else self.warmup
+        object.__setattr__(self, "warmup", values.integer(warmup, f"warmup (of {steps} steps)", 0, steps - 1))
+        if self.nproc is not None:
+            values.integer(self.nproc, "nproc")
+        values.non_negative(self.lr, "learning rate")
+        values.integer(self.seed, "seed", minimum=0)
+        values.positive(self.timeout_s, "timeout (seconds)")
+        values.integer(self.relaunches, "relaunches", minimum=0)
 
 
 def run_plans(paths: Sequence[str | Path], options: RunOptions) -> list[dict[str, Any]]:
@@ -70,15 +84,13 @@ def _checked(plans: Sequence[Plan], options: RunOptions) -> int:
                               got=str(nproc), hint="A plan runs on exactly the devices it was made for")
         require_runnable(plan)
         training_spec(plan, options.lr, options.seed)
-    if options.check and options.steps < 1:
-        raise NotRunnable("--check needs steps", expected="--steps >= 1", got=str(options.steps))
     return nproc
 
 
 def report(plan: Plan, path: str, measured: dict[str, Any], params_path: Path, options: RunOptions
            ) -> dict[str, Any]:
     times = measured["step_times_s"]
-    timed = times[min(max(options.warmup, 1), len(times) - 1):] if len(times) > 1 else times
+    timed = times[options.warmup:]
     iteration = statistics.median(timed)
     peaks = [p["num_bytes"] if p else None for p in measured["peak_memory"]]
     largest = max((p for p in peaks if p is not None), default=float("nan"))

@@ -63,12 +63,12 @@ def data_parallel_strategy(ctx) -> dict[str, Configuration]:
             for op in ctx.graph.ops}
 
 
-def data_parallel(ctx, **_) -> Plan:
+def data_parallel(ctx) -> Plan:
     from stratagem.search.planner import make_plan
     return make_plan(ctx, data_parallel_strategy(ctx), "data-parallel")
 
 
-def owt(ctx, **_) -> Plan:
+def owt(ctx) -> Plan:
     from stratagem.search.planner import make_plan
     return make_plan(ctx, owt_strategy(ctx), "owt")
 
@@ -91,7 +91,7 @@ def owt_strategy(ctx) -> dict[str, Configuration]:
     return strategy
 
 
-def model_parallel(ctx, **_) -> Plan:
+def model_parallel(ctx) -> Plan:
     from stratagem.search.planner import make_plan
     ops = [op.name for op in ctx.graph.ops]
     times = [ctx.model.op_cost(name, Configuration((), 0)).compute_time_s for name in ops]
@@ -110,13 +110,13 @@ def _balanced_blocks(times: list[float], parts: int) -> list[int]:
     return out
 
 
-def optcnn(ctx, **kwargs) -> Plan:
+def optcnn(ctx) -> Plan:
     """OptCNN minimizes its cost model's time: the frontier's additive (Eq. 3) min-time end."""
     from stratagem.search.planner import frontier
     return replace(frontier(ctx.graph, ctx.cluster, ctx=ctx)[-1], algorithm="optcnn")
 
 
-def tofu_like(ctx, **_) -> Plan:
+def tofu_like(ctx) -> Plan:
     from stratagem.search.planner import frontier
     space = SpaceOptions(allow_fewer_devices=False, allow_replicate=False, max_axes=FT_SPACE.max_axes)
     front = frontier(ctx.graph, ctx.cluster, ctx=ctx, space=space)
@@ -202,7 +202,7 @@ def mesh_tf_frontier(ctx) -> Frontier:
     return Frontier(plans, {"algorithm": "mesh-tf", "layouts": len(candidates)})
 
 
-def mesh_tf(ctx, **_) -> Plan:
+def mesh_tf(ctx) -> Plan:
     return replace(mesh_tf_frontier(ctx).min_time, algorithm="mesh-tf")
 
 

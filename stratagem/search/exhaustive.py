@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from stratagem import values
 from stratagem.errors import StratagemError
 from stratagem.plan import Plan
 from stratagem.search.bounds import Bounds
@@ -290,8 +291,10 @@ class _OutOfTime(Exception):
 def exhaustive_search(ctx, space: ChoiceSpace, max_time_s: float = 600.0, probes: int = 20,
                       incumbent_proposals: int = 200, memory_cap_bytes: float | None = None,
                       seed: int = 0) -> ExhaustiveResult:
-    from stratagem.search.planner import device_memory_cap
-    cap = memory_cap_bytes if memory_cap_bytes is not None else device_memory_cap(ctx)
+    from stratagem.search.planner import memory_cap
+    values.positive(max_time_s, "exhaustive max_time_s")
+    values.integer(seed, "exhaustive seed", minimum=0)
+    cap = memory_cap(ctx.cluster, ctx.num_devices, memory_cap_bytes)
     assignment, ub, per_leaf = _incumbent(ctx, space, cap, incumbent_proposals, seed)
     search = BranchAndBound(ctx, space, cap, assignment, ub)
     estimate = search.estimate(probes, np.random.default_rng(seed), per_leaf, give_up_s=1e3 * max_time_s,

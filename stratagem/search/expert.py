@@ -91,7 +91,7 @@ def expert_strategy(ctx) -> dict[str, Configuration]:
     return rnn_expert_strategy(ctx) if is_recurrent(ctx.graph) else owt_strategy(ctx)
 
 
-def expert(ctx, **_) -> Plan:
+def expert(ctx) -> Plan:
     from stratagem.search.planner import make_plan
     kind = "rnn (Wu et al.)" if is_recurrent(ctx.graph) else "cnn (one weird trick)"
     return make_plan(ctx, expert_strategy(ctx), "expert", details={"expert": kind})

@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from stratagem import values
 from stratagem.errors import ConfigError
 from stratagem.plan import Plan
 from stratagem.search.choices import ChoiceSpace, group_space, op_space
@@ -78,6 +79,11 @@ class MCMCOptions:
     memory_cap_bytes: float | None = None
 
     def __post_init__(self) -> None:
+        if self.budget_s is not None:
+            values.positive(self.budget_s, "MCMC budget_s")
+        if self.max_proposals is not None:
+            values.integer(self.max_proposals, "MCMC max_proposals")
+        values.integer(self.seed, "MCMC seed", minimum=0)
         if self.budget_s is None and self.max_proposals is None:
             raise ConfigError("MCMC has no stopping rule", expected="budget_s or max_proposals",
                               got="neither", hint="Pass budget_s=10 or max_proposals=1000")
@@ -272,8 +278,8 @@ class MCMCResult:
 
 def mcmc_search(ctx, space: ChoiceSpace, options: MCMCOptions = MCMCOptions(),
                 clock: Callable[[], float] = time.perf_counter) -> MCMCResult:
-    from stratagem.search.planner import device_memory_cap
-    cap = options.memory_cap_bytes if options.memory_cap_bytes is not None else device_memory_cap(ctx)
+    from stratagem.search.planner import memory_cap
+    cap = memory_cap(ctx.cluster, ctx.num_devices, options.memory_cap_bytes)
     seeds = np.random.SeedSequence(options.seed)
     candidates = initial_candidates(ctx, space, options, np.random.default_rng(seeds.spawn(1)[0]), cap)
     beta, t_ref = _beta(ctx, space, options)

@@ -11,10 +11,12 @@ Modes choose by the simulated time and peak memory, which are what a plan will d
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from stratagem import values
 from stratagem.cluster import Cluster, load
 from stratagem.cost import CostModel
 from stratagem.errors import ConfigError, StratagemError
@@ -30,6 +32,7 @@ MEMORY_SAFETY = 1.1       # TensorOpt §5.2: a 16 GB device plans for 16 / 1.1 =
 # edges across more than 24 groups fixed first (TensorOpt's heuristic elimination, for tied
 # embeddings and encoder outputs). FTOptions() is exact; the frontier records which it used.
 PLANNER_FT = FTOptions(max_width=16, hub_span=24)
+MODES = ("mini_time", "mini_parallelism", "profiling")        # TensorOpt §4.1
 
 
 class NothingFits(StratagemError):
@@ -52,10 +55,17 @@ class PlanningContext:
 
 def context(graph: Graph, cluster: Cluster | str, devices: int | None = None, optimizer: str = "adam",
             model_options: Mapping[str, Any] | None = None) -> PlanningContext:
-    name = cluster if isinstance(cluster, str) else cluster.name
-    loaded = load(cluster) if isinstance(cluster, str) else cluster
+    check_graph(graph)
+    loaded = cluster if isinstance(cluster, Cluster) else load(cluster)
     model = CostModel(graph, loaded, optimizer=optimizer, num_devices=devices, **dict(model_options or {}))
+    name = cluster if isinstance(cluster, str) else loaded.name
     return PlanningContext(graph, loaded, name, model, optimizer, graph.meta.get("zoo", ""))
+
+
+def check_graph(graph: Any) -> None:
+    if not isinstance(graph, Graph):
+        raise ConfigError("not a graph", expected="a Graph from sg.zoo.build(name) or sg.capture(module, inputs)",
+                          got=type(graph).__name__)
 
 
 def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algorithm: str,
@@ -74,8 +84,24 @@ def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algor
     return plan.with_simulation(result)
 
 
+def memory_cap(cluster: Cluster, devices: int, cap_bytes: float | str | None = None) -> float:
+    """The memory each device's plan must fit in: `cap_bytes` (bytes, or text such as 16GB), at
+    most the devices' memory; None: the least device memory / 1.1 (TensorOpt §5.2)."""
+    memory = min(cluster.device(d).spec.memory_bytes for d in range(devices))
+    if cap_bytes is None:
+        return memory / MEMORY_SAFETY
+    cap = values.size_bytes(cap_bytes, "memory cap")
+    if cap > memory:
+        raise ConfigError("memory cap is above the devices' memory",
+                          expected=f"at most {memory / 2**30:.2f} GiB (a {cluster.device(0).spec.kind} of cluster "
+                                   f"{cluster.name!r})", got=f"{cap / 2**30:.2f} GiB",
+                          hint="The cap is per device; to plan for devices with more memory, give a cluster "
+                               "file whose device.memory_bytes is larger")
+    return cap
+
+
 def device_memory_cap(ctx: PlanningContext) -> float:
-    return min(ctx.cluster.device(d).spec.memory_bytes for d in range(ctx.num_devices)) / MEMORY_SAFETY
+    return memory_cap(ctx.cluster, ctx.num_devices)
 
 
 # ---- frontier tracking ---------------------------------------------------------------------------
@@ -168,37 +194,42 @@ def find_strategy(graph: Graph, cluster: Cluster | str, mode: str = "mini_time",
                   space: SpaceOptions = FT_SPACE, options: FTOptions = PLANNER_FT, runnable: bool = True):
     """mini_time: least time under the cap on `devices`; mini_parallelism: fewest devices that
     fit; profiling: {device count: least-time plan or None} over `device_range`."""
-    mode = mode.replace("-", "_")
+    mode = values.one_of(mode.replace("-", "_") if isinstance(mode, str) else mode, "mode", MODES)
     space = runnable_space(space, runnable)
     if mode == "mini_time":
         ctx = context(graph, cluster, devices, optimizer)
-        cap = memory_cap_bytes or device_memory_cap(ctx)
+        cap = memory_cap(ctx.cluster, ctx.num_devices, memory_cap_bytes)
         return mini_time(frontier(graph, cluster, ctx=ctx, space=space, options=options), cap)
-    loaded = load(cluster) if isinstance(cluster, str) else cluster
-    lo, hi = device_range or (1, devices or loaded.num_devices)
-    if mode == "mini_parallelism":
-        least = None
-        for n in device_counts(loaded, lo, hi):
-            ctx = context(graph, cluster, n, optimizer)
-            cap = memory_cap_bytes or device_memory_cap(ctx)
-            front = frontier(graph, cluster, ctx=ctx, space=space, options=options)
-            try:
-                return mini_time(front, cap)
-            except NothingFits:
-                least = min(p.peak_memory_bytes for p in front)
-        raise NothingFits(f"no device count up to {hi} fits", got=f"the least memory at {hi} devices is "
-                          f"{least / 2**30:.2f} GiB", hint="Use a larger cluster or a smaller batch")
+    loaded = cluster if isinstance(cluster, Cluster) else load(cluster)
+    table: dict[int, Plan | None] = {}
+    for n in device_counts(loaded, *_device_range(loaded, device_range, devices)):
+        ctx = context(graph, cluster, n, optimizer)
+        cap = memory_cap(loaded, n, memory_cap_bytes)
+        front = frontier(graph, cluster, ctx=ctx, space=space, options=options)
+        try:
+            table[n] = mini_time(front, cap)
+        except NothingFits:
+            table[n] = None
+            least = min(p.peak_memory_bytes for p in front)
+        if mode == "mini_parallelism" and table[n] is not None:
+            return table[n]
     if mode == "profiling":
-        table: dict[int, Plan | None] = {}
-        for n in device_counts(loaded, lo, hi):
-            ctx = context(graph, cluster, n, optimizer)
-            cap = memory_cap_bytes or device_memory_cap(ctx)
-            try:
-                table[n] = mini_time(frontier(graph, cluster, ctx=ctx, space=space, options=options), cap)
-            except NothingFits:
-                table[n] = None
         return table
-    raise ConfigError("unknown mode", expected="mini_time, mini_parallelism or profiling", got=repr(mode))
+    raise NothingFits(f"no device count up to {max(table)} fits", got=f"the least memory at {max(table)} devices is "
+                      f"{least / 2**30:.2f} GiB", hint="Use a larger cluster or a smaller batch")
+
+
+def _device_range(cluster: Cluster, device_range: tuple[int, int] | None, devices: int | None
+                  ) -> tuple[int, int]:
+    """(fewest, most) devices to try: `device_range`, else 1 to `devices` (all when None)."""
+    if device_range is None:
+        return 1, cluster.device_count(devices)
+    if not isinstance(device_range, (tuple, list)) or len(device_range) != 2:
+        raise values.invalid("device_range", "(fewest, most) devices", device_range)
+    lo, hi = (cluster.device_count(n) for n in device_range)
+    if lo > hi:
+        raise values.invalid("device_range", "fewest <= most", device_range)
+    return lo, hi
 
 
 # ---- one plan by name ----------------------------------------------------------------------------
@@ -206,9 +237,9 @@ def find_strategy(graph: Graph, cluster: Cluster | str, mode: str = "mini_time",
 Algorithm = Callable[..., Plan]
 
 
-def _ft_min_time(ctx: PlanningContext, **kwargs) -> Plan:
-    front = frontier(ctx.graph, ctx.cluster, ctx=ctx, **{k: v for k, v in kwargs.items()
-                                                          if k in ("space", "options", "runnable")})
+def _ft_min_time(ctx: PlanningContext, space: SpaceOptions = FT_SPACE, options: FTOptions = PLANNER_FT,
+                 runnable: bool = True) -> Plan:
+    front = frontier(ctx.graph, ctx.cluster, ctx=ctx, space=space, options=options, runnable=runnable)
     return replace(front.min_time, algorithm="ft")
 
 
@@ -221,17 +252,40 @@ def algorithms() -> dict[str, Algorithm]:
     return table
 
 
+def algorithm_named(name: str) -> Algorithm:
+    """The search registered as `name`; an unknown name lists them and names the closest."""
+    table = algorithms()
+    return table[values.one_of(name, "search algorithm", sorted(table))]
+
+
+def check_options(name: str, options: Mapping[str, Any]) -> None:
+    """Options an algorithm does not take are refused, not ignored (a misspelt budget_s)."""
+    known = accepted_options(algorithm_named(name))
+    unknown = sorted(k for k in options if known is not None and k not in known)
+    if unknown:
+        raise ConfigError(f"search algorithm {name!r} takes no option {unknown[0]!r}",
+                          expected=f"some of {sorted(known)}" if known else "no options", got=repr(unknown[0]),
+                          hint=values.closest(unknown[0], known))
+
+
+def accepted_options(function: Algorithm) -> set[str] | None:
+    """The keyword options of a search; None when it checks them itself (**kwargs)."""
+    parameters = list(inspect.signature(function).parameters.values())[1:]
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return None
+    return {p.name for p in parameters}
+
+
 def search(graph: Graph, cluster: Cluster | str, algorithm: str = "ft", devices: int | None = None,
            optimizer: str = "adam", **kwargs) -> Plan:
     """One plan by `algorithm`. The searches (ft, mcmc, exhaustive, tofu) keep to configurations
     the runtime executes unless given runnable=False; the baselines are the papers' strategies
     as they are (`stratagem run` refuses, before launch, one that cannot run)."""
-    table = algorithms()
-    if algorithm not in table:
-        raise ConfigError("unknown search algorithm", expected=f"one of {sorted(table)}", got=repr(algorithm))
+    check_options(algorithm, kwargs)
     ctx = context(graph, cluster, devices, optimizer)
-    return table[algorithm](ctx, **kwargs)
+    return algorithm_named(algorithm)(ctx, **kwargs)
 
 
-__all__ = ["NothingFits", "PlanningContext", "SearchSpace", "algorithms", "context", "device_counts",
-           "device_memory_cap", "find_strategy", "frontier", "make_plan", "mini_time", "search"]
+__all__ = ["MODES", "NothingFits", "PlanningContext", "SearchSpace", "accepted_options", "algorithm_named",
+           "algorithms", "check_graph", "check_options", "context", "device_counts", "device_memory_cap",
+           "find_strategy", "frontier", "make_plan", "memory_cap", "mini_time", "search"]

@@ -40,7 +40,7 @@ from stratagem.sim.aliases import viewed_input
 from stratagem.sim.memory import Buffer, BufferSet, peak_memory
 from stratagem.sim.store import TaskStore
 from stratagem.sim.trace import TraceTask, chrome_trace
-from stratagem.space import Configuration
+from stratagem.space import Configuration, check_strategy
 
 FORWARD, BACKWARD, UPDATE = 0, 1, 2
 CATEGORIES = ("forward", "backward", "update", "sync", "reschedule")
@@ -79,10 +79,7 @@ class Simulation:
     def __init__(self, model, strategy: Mapping[str, Configuration],
                  reuse: Mapping[tuple, str] | None = None):
         self.model, self.graph, self.cluster = model, model.graph, model.cluster
-        missing = [op.name for op in self.graph.ops if op.name not in strategy]
-        if missing:
-            raise ConfigError("strategy lacks ops", expected="a configuration for every op",
-                              got=f"none for {missing[:5]}")
+        check_strategy(self.graph, strategy)
         self.strategy = dict(strategy)
         self.reuse = dict(reuse or {})
         self.num_devices = self.cluster.num_devices
@@ -91,6 +88,7 @@ class Simulation:
         self.viewed = {op.name: viewed_input(self.graph, op) for op in self.graph.ops}   # structural
         self.saved = {op.name: frozenset(saved_tensors(self.graph, op)) for op in self.graph.ops}
         self.edges = self.model.edges()
+        self._check_reuse()
         self.edges_of: dict[str, list[int]] = {}
         for k, e in enumerate(self.edges):
             for end in (e.src_op, e.dst_op):
@@ -115,6 +113,13 @@ class Simulation:
             self._add_buffers(op.name)
         for k in range(len(self.edges)):
             self._add_edge_buffers(k)
+
+    def _check_reuse(self) -> None:
+        unknown = set(self.reuse) - {(e.tensor, e.src_op, e.dst_op) for e in self.edges} if self.reuse else ()
+        if unknown:
+            raise ConfigError("reuse choices name edges the graph does not have",
+                              expected="(tensor, source op, consumer op) of an edge of the graph",
+                              got=str(sorted(unknown, key=str)[:3]))
 
     # ---- keys and resources -------------------------------------------------------------------
     def _key(self, phase: int, op: str, slot: int, sub: int) -> float:

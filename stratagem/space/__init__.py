@@ -8,8 +8,9 @@ from stratagem.space.placement import (
     REPLICATE, Partial, Placement, Replicate, Shard, format_placements, gradient_placement,
     parse_placement,
 )
+from stratagem.space.strategy import check_strategy
 
 __all__ = ["REPLICATE", "Configuration", "Level", "OpLayout", "Partial", "Placement", "Replicate",
-           "Shard", "SpaceOptions", "canonical_levels", "divisors", "enumerate_configurations",
+           "Shard", "SpaceOptions", "canonical_levels", "check_strategy", "divisors", "enumerate_configurations",
            "format_placements", "gradient_placement", "layout", "ordered_factorizations",
            "parse_placement"]

@@ -60,7 +60,7 @@ def test_a_cap_nothing_fits_writes_the_leanest_plan_and_says_what_to_do(tmp_path
     (["rnn-tiny", "--cluster", "v100-9x9"], "no cluster preset 'v100-9x9'"),
     (["rnn-tiny", "--memory-cap", "16QB"], "e.g. 16GB, 14.5GiB"),
     (["rnn-tiny", "--algorithm", "data-paralel"], "Did you mean data-parallel"),
-    (["rnn-tiny", "--devices", "99"], "expected 1..16, got 99"),
+    (["rnn-tiny", "--devices", "99"], "expected an integer in 1..16, got 99"),
 ])
 def test_errors_say_what_was_expected(args, message, tmp_path, capsys):
     assert main(["plan", *args, "-o", str(tmp_path / "never.json")]) == 2

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from stratagem import values
 from stratagem.errors import StratagemError
 from stratagem.frontend.zoo.catalog import ENTRIES
 from stratagem.frontend.zoo.entry import ModelInfo, Published, Variant, ZooEntry
@@ -33,6 +34,9 @@ def names() -> tuple[str, ...]:
 
 def resolve(name: str) -> tuple[ZooEntry, bool]:
     """(entry, tiny?) for a zoo name such as `gpt-7b` or `gpt-7b-tiny`."""
+    if not isinstance(name, str):
+        raise UnknownModelError("a zoo model is named by a string", expected="a name such as 'gpt-tiny'",
+                                got=repr(name), hint="Run `stratagem models` to list them")
     if name in ENTRIES:
         return ENTRIES[name], False
     if name.endswith(TINY) and name[: -len(TINY)] in ENTRIES:
@@ -60,13 +64,14 @@ def module(name: str, device: str | torch.device = "meta", *, batch_size: int | 
     """The model and example inputs at its batch size. On a real device the weights are initialized
     and the inputs drawn with `seed`; on meta nothing is allocated."""
     chosen = variant(name)
+    batch = chosen.batch_size if batch_size is None else values.integer(batch_size, "batch size")
     device = torch.device(device)
     if device.type != "meta":
         torch.manual_seed(seed)
     with device:
         model = chosen.build()
     generator = torch.Generator().manual_seed(seed)
-    return model, chosen.inputs(batch_size or chosen.batch_size, device, generator)
+    return model, chosen.inputs(batch, device, generator)
 
 
 class Zoo:
@@ -76,6 +81,7 @@ class Zoo:
         self._graphs: dict[tuple[str, int | None], Graph] = {}
 
     def build(self, name: str, *, batch_size: int | None = None) -> Graph:
+        resolve(name)
         key = (name, batch_size)
         if key not in self._graphs:
             from stratagem.frontend.capture import capture

@@ -29,7 +29,7 @@ PAPER_DP_RNN = "TensorOpt §5.1: Data Parallel on RNN takes 109 GB and 39 s per 
 def fig6(settings: Settings) -> Outcome:
     from stratagem.cluster import load
     from stratagem.report.frontier_plot import baseline_points
-    from stratagem.report.planning import memory_cap
+    from stratagem.search.planner import memory_cap
     models = ("rnn-tiny", "transformer-tiny") if settings.quick else ("rnn", "wideresnet", "transformer")
     devices = 2 if settings.quick else 16
     cluster = load(CLUSTER)

@@ -1,4 +1,9 @@
-"""Reading fields of a parsed cluster file, with errors that name the field and the file."""
+"""Reading fields of a parsed file (a cluster file, a plan file), with errors that name the field
+and the file. Each kind of value is checked by stratagem.values, as the CLI and the API check it.
+
+    top = Fields.of(data, "cluster.yaml")
+    top.integer("nodes"), top.number("latency_s", positive=False), top.sub("device").text("kind")
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from stratagem import values
 from stratagem.errors import ConfigError
 
 
 @dataclass(frozen=True)
 class Fields:
-    """A mapping from a cluster file, and where it is (`source`, dotted `path`)."""
+    """A mapping from a file, and where it is (`source`, dotted `path`)."""
 
     data: Mapping[str, Any]
     source: str
@@ -22,15 +28,17 @@ class Fields:
         if not isinstance(value, Mapping):
             raise ConfigError(f"{source}: field '{path or '<top>'}' is not a mapping",
                               expected="key: value pairs", got=type(value).__name__,
-                              hint="Check the indentation of the cluster file")
+                              hint=f"Check the structure (and indentation) of {source}")
         return Fields(value, source, path)
 
     def where(self, key: str) -> str:
-        return f"{self.path}.{key}" if self.path else key
+        return f"{self.path}.{key}" if self.path and key else self.path or key
+
+    def named(self, key: str) -> str:
+        return f"{self.source}: field '{self.where(key)}'"
 
     def error(self, key: str, expected: str, got: Any, hint: str | None = None) -> ConfigError:
-        return ConfigError(f"{self.source}: field '{self.where(key)}' is not valid",
-                           expected=expected, got=repr(got), hint=hint)
+        return values.invalid(self.named(key), expected, got, hint)
 
     def has(self, key: str) -> bool:
         return key in self.data
@@ -39,7 +47,7 @@ class Fields:
         if key in self.data:
             return self.data[key]
         if default is ...:
-            raise ConfigError(f"{self.source}: field '{self.where(key)}' is missing",
+            raise ConfigError(f"{self.named(key)} is missing",
                               expected=f"a value for '{key}'", got=f"keys {sorted(self.data)}")
         return default
 
@@ -51,21 +59,15 @@ class Fields:
         return self.as_number(key, value, positive)
 
     def as_number(self, key: str, value: Any, positive: bool = True) -> float:
-        # PyYAML reads 25.0e9 (no exponent sign) as a string; accept any float spelling.
-        try:
-            number = float(value) if not isinstance(value, bool) else None
-        except (TypeError, ValueError):
-            number = None
-        if number is None or number != number or (positive and number <= 0) or number < 0:
-            kind = "a positive number" if positive else "a number >= 0"
-            raise self.error(key, kind, value)
-        return number
+        check = values.positive if positive else values.non_negative
+        return check(_float_spelling(value), self.named(key))
+
+    def size(self, key: str) -> float:
+        """Bytes > 0: a number or text such as 16GB."""
+        return values.size_bytes(self.raw(key), self.named(key))
 
     def integer(self, key: str, default: Any = ..., minimum: int = 1) -> int:
-        value = self.raw(key, default)
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.error(key, f"an integer >= {minimum}", value)
-        return value
+        return values.integer(self.raw(key, default), self.named(key), minimum)
 
     def text(self, key: str, default: Any = ...) -> str:
         value = self.raw(key, default)
@@ -90,4 +92,14 @@ class Fields:
         if unknown:
             raise ConfigError(f"{self.source}: unknown field '{self.where(unknown[0])}'",
                               expected=f"one of {sorted(known)}", got=repr(unknown[0]),
-                              hint="Check the spelling; see stratagem/cluster/presets/*.yaml")
+                              hint=values.closest(unknown[0], known) or "Check the spelling")
+
+
+def _float_spelling(value: Any) -> Any:
+    """PyYAML reads 25.0e9 (no exponent sign) as a string: any spelling float() takes is a number."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        return value
