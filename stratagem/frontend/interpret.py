@@ -20,6 +20,7 @@ import torch
 
 from stratagem.errors import StratagemError
 from stratagem.frontend.calls import run_call
+from stratagem.frontend.precision import cast_floating, recorded_constant, torch_dtype
 from stratagem.frontend.torch_ops import TORCH_OPS
 from stratagem.ir import Graph, Op, Role
 from stratagem.tdl.library import LIBRARY
@@ -34,28 +35,31 @@ def missing_kinds(graph: Graph) -> tuple[str, ...]:
     return tuple(sorted({op.kind for op in graph.ops if op.kind != "opaque" and op.kind not in TORCH_OPS}))
 
 
-def interpret(graph: Graph, weights: torch.nn.Module | Mapping[str, torch.Tensor], inputs: Sequence[Any]
-              ) -> tuple[torch.Tensor, ...]:
-    """The graph's outputs, computed from `weights` (a module or state dict) and `inputs`."""
+def interpret(graph: Graph, weights: torch.nn.Module | Mapping[str, torch.Tensor], inputs: Sequence[Any],
+              floating: torch.dtype | None = None) -> tuple[torch.Tensor, ...]:
+    """The graph's outputs, computed from `weights` (a module or state dict) and `inputs`;
+    `floating` (e.g. torch.float64) evaluates every floating-point tensor in that dtype
+    (`precision.py`), the weights and inputs given in it too."""
     missing = missing_kinds(graph)
     if missing:
         raise InterpretError(f"graph {graph.name!r} uses ops with no PyTorch implementation",
                              expected="every op kind in stratagem.frontend.torch_ops.TORCH_OPS",
                              got=", ".join(missing), hint="Add them to TORCH_OPS")
-    values = {**_parameters(graph, weights), **_inputs(graph, inputs)}
+    values = cast_floating({**_parameters(graph, weights, floating), **_inputs(graph, inputs)}, floating)
     with torch.no_grad():
         for op in graph.ops:
-            _store(values, op, _run(graph, op, [values[t] for t in op.inputs]), graph)
+            _store(values, op, _run(graph, op, [values[t] for t in op.inputs]), graph, floating)
     return tuple(values[t] for t in graph.outputs)
 
 
-def _parameters(graph: Graph, weights: torch.nn.Module | Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def _parameters(graph: Graph, weights: torch.nn.Module | Mapping[str, torch.Tensor],
+                floating: torch.dtype | None) -> dict[str, torch.Tensor]:
     if isinstance(weights, torch.nn.Module):
         available = {**dict(weights.named_parameters(remove_duplicate=False)),
                      **dict(weights.named_buffers(remove_duplicate=False))}
     else:
         available = dict(weights)
-    available.update(_constants(graph))
+    available.update(_constants(graph, floating))
     found = {}
     for spec in (*graph.tensors_with_role(Role.WEIGHT), *graph.tensors_with_role(Role.BUFFER)):
         if spec.name not in available:
@@ -69,10 +73,9 @@ def _parameters(graph: Graph, weights: torch.nn.Module | Mapping[str, torch.Tens
     return found
 
 
-def _constants(graph: Graph) -> dict[str, torch.Tensor]:
+def _constants(graph: Graph, floating: torch.dtype | None) -> dict[str, torch.Tensor]:
     recorded = graph.meta.get("constants") or {}
-    return {name: torch.tensor(c["values"], dtype=getattr(torch, c["dtype"])).reshape(c["shape"])
-            for name, c in recorded.items()}
+    return {name: recorded_constant(c, floating) for name, c in recorded.items()}
 
 
 def _inputs(graph: Graph, inputs: Sequence[Any]) -> dict[str, torch.Tensor]:
@@ -102,13 +105,15 @@ def with_defaults(op: Op) -> dict[str, Any]:
     return {**defaults, **dict(op.attrs)}
 
 
-def _store(values: dict[str, torch.Tensor], op: Op, result: Any, graph: Graph) -> None:
+def _store(values: dict[str, torch.Tensor], op: Op, result: Any, graph: Graph,
+           floating: torch.dtype | None) -> None:
     """Keep the op's results under its output names, in the dtypes the graph recorded at capture
-    (an implementation may promote, e.g. a masked fill with a float value of an int64 tensor)."""
+    (an implementation may promote, e.g. a masked fill with a float value of an int64 tensor),
+    floating-point ones in `floating` when given."""
     results = result if isinstance(result, (tuple, list)) else (result,)
     if len(results) != len(op.outputs):
         raise InterpretError(f"op {op.name!r} ({op.kind}) returned {len(results)} tensors",
                              expected=f"{len(op.outputs)}, one per output")
     for name, value in zip(op.outputs, results):
-        dtype = getattr(torch, graph.tensors[name].dtype)
+        dtype = torch_dtype(graph.tensors[name].dtype, floating)
         values[name] = value if value.dtype == dtype else value.to(dtype)

@@ -16,7 +16,9 @@ import torch.nn.functional as F
 
 from stratagem.frontend.aten_map import Intermediate, convert, described_targets, target_name
 from stratagem.frontend.torch_ops import TORCH_OPS
+from stratagem.tdl.analysis import Analysis
 from stratagem.tdl.library import LIBRARY
+from stratagem.tdl.rounding import op_steps, unit_roundoff
 
 # Nodes that are not computations: tuple access (capture reads `produces` instead) and export's
 # dtype assertions (no tensor output).
@@ -57,8 +59,9 @@ def exported(module: nn.Module, args: tuple):
 
 
 def run_chain(node, chain, values):
-    """Trace and run the converted ops on the node's real inputs; the values they produce."""
-    results, produced = [], {}
+    """Trace and run the converted ops on the node's real inputs: the values they produce, and the
+    chain's rounding steps (stratagem.tdl.rounding)."""
+    results, produced, steps = [], {}, 0.0
     for op in chain:
         inputs = [results[i.index] if isinstance(i, Intermediate) else values[i] for i in op.inputs]
         opdef = LIBRARY[op.kind]
@@ -67,13 +70,24 @@ def run_chain(node, chain, values):
         results.append(out[0] if isinstance(out, tuple) and desc.num_outputs == 1 else out)
         outs = out if isinstance(out, tuple) else (out,)
         assert tuple(outs[0].shape) == desc.output_shape, (op.kind, outs[0].shape, desc.output_shape)
+        steps += op_steps(Analysis(desc), sum(o.numel() for o in outs))
         if op.produces is not None:
             produced.update((op.produces + k, o) for k, o in enumerate(outs))
-    return produced
+    return produced, steps
+
+
+def scale_of(node, values, expected) -> float:
+    """The magnitude the node's arithmetic works at: its largest finite floating-point operand."""
+    tensors = [values[a] for a in node.all_input_nodes if isinstance(values.get(a), torch.Tensor)] + [expected]
+    finite = [t.detach()[t.isfinite()] for t in tensors if t.is_floating_point()]
+    return max((t.abs().max().item() for t in finite if t.numel()), default=0.0)
 
 
 def check_node(node, values, chain):
-    produced = run_chain(node, chain, values)
+    """Each produced value equals the node's within the chain's rounding bound in the node's dtype:
+    |got - want| <= 2 u steps (|want| + scale), scale the node's largest operand (a difference of
+    near-equal operands is judged at their size, not at the result's)."""
+    produced, steps = run_chain(node, chain, values)
     want = values[node]
     wants = dict(enumerate(want)) if isinstance(want, (tuple, list)) else {0: want}
     assert produced, f"{node.format_node()}: no op produces its value"
@@ -85,7 +99,9 @@ def check_node(node, values, chain):
             scaled = x / (1 - chain[-1].attrs["p"])
             assert bool(((got == 0) | torch.isclose(got, scaled)).all()), node.format_node()
             continue
-        torch.testing.assert_close(got.to(expected.dtype), expected, rtol=1e-4, atol=1e-5, equal_nan=True,
+        rtol = 2 * unit_roundoff(str(expected.dtype).removeprefix("torch.")) * steps
+        torch.testing.assert_close(got.to(expected.dtype), expected, rtol=rtol,
+                                   atol=rtol * scale_of(node, values, expected), equal_nan=True,
                                    msg=lambda m: f"{node.format_node()}: {m}")
 
 
