@@ -49,9 +49,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.handler(args) or 0)
+    except KeyboardInterrupt:
+        print(f"stratagem {args.command}: interrupted (Ctrl-C)", file=sys.stderr)
+        return 130
     except StratagemError as error:
-        print(f"stratagem {args.command}: error: {error}", file=sys.stderr)
-        return 2
+        code = getattr(error, "exit_code", 2)       # a run stopped by a signal: 128 + its number
+        print(f"stratagem {args.command}: {'error: ' if code == 2 else ''}{error}", file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":

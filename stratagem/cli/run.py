@@ -24,7 +24,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("plan", help="a plan file written by `stratagem plan -o`")
     add_run_arguments(parser, steps=5)
     parser.add_argument("--check", action="store_true",
-                        help="compare with a single-process run (losses and parameters, rtol 1e-4)")
+                        help="compare with a single-process run of the same module, weights, data and optimizer: "
+                             "losses, first-step gradients and final parameters, within bounds derived from the "
+                             "computation (runs both in float64 unless --dtype says otherwise)")
     parser.add_argument("-o", "--output", help="write the report (JSON) here")
 
 
@@ -40,6 +42,8 @@ def add_run_arguments(parser: argparse.ArgumentParser, steps: int) -> None:
     parser.add_argument("--relaunch", type=int, default=0, metavar="N",
                         help="launch again, up to N times, when a rank is killed by a signal (a crash "
                              "outside Python); a rank's own exception is never retried (single node)")
+    parser.add_argument("--dtype", choices=("float32", "float64"), default=None,
+                        help="floating-point dtype to train in (default: float32, float64 with --check)")
     for flag in RENDEZVOUS:
         parser.add_argument(flag, default=None, help="passed to torchrun")
 
@@ -53,7 +57,7 @@ def run_options(args: argparse.Namespace, check: bool):
             passed.append(f"{flag}={value}")
     return RunOptions(steps=args.steps, warmup=args.warmup, check=check, lr=args.lr, seed=args.seed,
                       nproc=args.nproc, timeout_s=args.timeout, torchrun_args=tuple(passed),
-                      relaunches=args.relaunch)
+                      relaunches=args.relaunch, dtype=args.dtype)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -76,12 +80,17 @@ def summary(report: dict) -> str:
     if "check" in report:
         c = report["check"]
         verdict = "the same training" if c["same_training"] else "NOT the same training"
-        param = "-" if c["max_rel_param_diff"] is None else f"{c['max_rel_param_diff']:.2e}"
-        lines.append(f"check against one process: {verdict} (loss rel. diff {c['max_rel_loss_diff']:.2e}, "
-                     f"parameter rel. diff {param}, tolerance {c['tolerance']:.0e})")
+        lines.append(f"check against one process in {c['dtype']}: {verdict} (loss rel. diff "
+                     f"{c['max_rel_loss_diff']:.2e}, {c['loss_diff_over_tolerance']:.2g}x its bound; "
+                     f"gradients {_diff(c['max_grad_diff'], c['grad_tolerance'])}; "
+                     f"parameters {_diff(c['max_param_diff'], c['param_tolerance'])})")
     for i, failure in enumerate(report.get("failed_attempts") or ()):
         lines.append(f"relaunched after attempt {i + 1} failed: {failure.splitlines()[0]}")
     return "\n".join(lines)
+
+
+def _diff(value: float | None, bound: float) -> str:
+    return "-" if value is None else f"max |diff| {value:.2e} against {bound:.2e}"
 
 
 def ms(seconds: float) -> str:

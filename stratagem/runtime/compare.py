@@ -1,10 +1,23 @@
-"""A distributed run against the single-process reference: the same training, within tolerance.
+"""A distributed run against the single-process reference: the same training, within a tolerance
+derived from the dtype and the computation, never from one machine's observed error.
 
-    max_rel_loss_diff    max over steps of |loss - reference| / |reference|
-    max_rel_param_diff   max over parameters of max|p - reference| / max|reference| (per tensor, so
-                         near-zero elements are judged at the tensor's scale), over elements whose
-                         reference gradient never fell to rounding level (training.reference_run);
-                         how many such noise elements were left out is reported beside it
+Both sides train the same module, weights, batches and optimizer in the same dtype (float64 for the
+check: `stratagem run --check`). They differ only in the order of floating-point operations (a
+split reduction sums its parts in another order, a gradient is all-reduced), so with u the unit
+roundoff and S = steps(graph) the rounding steps of one forward (stratagem.tdl.rounding):
+
+    eps_step  = 2 u 3S           relative error of a loss or a gradient element, forward and
+                                 backward (backward does about twice forward's operations)
+    grad_atol = eps_step G       first-step gradients, G the largest reference gradient element
+                                 (the terms every gradient sums are taken to be no larger)
+    per step, an update differs by at most lr * sens * grad_atol, sens = d update / d g:
+        SGD 1, momentum 0.9: 1 / (1 - 0.9), Adam/AdamW: 1 / eps_adam (|d (g / (|g| + eps)) / dg| <= 1 / eps,
+        which is what keeps a rounding-level gradient, a true zero, from becoming a +-lr step)
+    param_atol(k) = k lr sens grad_atol                        after k steps (first order)
+    loss_rtol(k)  = eps_step + L1 param_atol(k) / |loss_k|     L1: the largest sum of |g|
+
+The gradients are compared before any optimizer sees them, so a gradient off by a factor (which
+Adam's normalization would hide from the parameters) is caught too.
 """
 
 from __future__ import annotations
@@ -14,41 +27,85 @@ from dataclasses import dataclass
 
 import torch
 
+from stratagem.ir import Graph
 from stratagem.runtime.training import Reference
+from stratagem.tdl.rounding import rounding_steps, unit_roundoff
 
-TOLERANCE = 1e-4
+ADAM_EPS = 1e-8                 # torch.optim.Adam's and AdamW's default eps (training.make_optimizer)
+SENSITIVITY = {"sgd": 1.0, "momentum": 1 / (1 - 0.9), "adam": 1 / ADAM_EPS, "adamw": 1 / ADAM_EPS}
+BACKWARD_FACTOR = 3             # forward + backward operations over forward's
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    step_rtol: float            # eps_step
+    grad_atol: float
+    param_atol_per_step: float
+
+    def loss_rtol(self, step: int, loss: float, gradient_l1: float) -> float:
+        return self.step_rtol + gradient_l1 * self.param_atol_per_step * step / max(abs(loss), 1e-300)
+
+
+def tolerance(graph: Graph, dtype: str, optimizer: str, lr: float, max_gradient: float) -> Tolerance:
+    step_rtol = 2 * unit_roundoff(dtype) * BACKWARD_FACTOR * rounding_steps(graph)
+    grad_atol = step_rtol * max_gradient
+    return Tolerance(step_rtol, grad_atol, lr * SENSITIVITY[optimizer] * grad_atol)
+
+
+def reference_tolerance(graph: Graph, reference: Reference) -> Tolerance:
+    spec = reference.spec
+    return tolerance(graph, spec.dtype, spec.optimizer, spec.lr, reference.max_gradient)
 
 
 @dataclass(frozen=True)
 class Comparison:
+    max_loss_excess: float            # max over steps of |loss - reference| / its tolerance
     max_rel_loss_diff: float
-    max_rel_param_diff: float | None
+    max_grad_diff: float | None       # max |g - reference|, first step
+    worst_gradient: str | None
+    max_param_diff: float | None      # max |p - reference|, after the last step
     worst_parameter: str | None
-    noise_elements: int
+    tolerance: Tolerance
+    steps: int
+    dtype: str
 
     @property
     def same_training(self) -> bool:
-        params_ok = self.max_rel_param_diff is None or self.max_rel_param_diff <= TOLERANCE
-        return self.max_rel_loss_diff <= TOLERANCE and params_ok
+        return (self.max_loss_excess <= 1
+                and (self.max_grad_diff is None or self.max_grad_diff <= self.tolerance.grad_atol)
+                and (self.max_param_diff is None
+                     or self.max_param_diff <= self.tolerance.param_atol_per_step * self.steps))
 
     def to_dict(self) -> dict:
-        return {"max_rel_loss_diff": self.max_rel_loss_diff, "max_rel_param_diff": self.max_rel_param_diff,
-                "worst_parameter": self.worst_parameter, "noise_elements_excluded": self.noise_elements,
-                "tolerance": TOLERANCE, "same_training": self.same_training}
+        t = self.tolerance
+        return {"dtype": self.dtype, "max_rel_loss_diff": self.max_rel_loss_diff,
+                "loss_diff_over_tolerance": self.max_loss_excess,
+                "max_grad_diff": self.max_grad_diff, "grad_tolerance": t.grad_atol,
+                "worst_gradient": self.worst_gradient, "max_param_diff": self.max_param_diff,
+                "param_tolerance": t.param_atol_per_step * self.steps, "worst_parameter": self.worst_parameter,
+                "same_training": self.same_training}
 
 
-def compare(losses: Sequence[float], params: Mapping[str, torch.Tensor] | None, reference: Reference
-            ) -> Comparison:
-    loss_diff = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(losses, reference.losses, strict=True))
-    if params is None:
-        return Comparison(loss_diff, None, None, 0)
-    worst, worst_name, noise = 0.0, None, 0
-    for name, want in reference.parameters.items():
-        keep = ~reference.noise[name]
-        noise += int((~keep).sum())
-        if not keep.any():
-            continue
-        diff = ((params[name] - want).abs()[keep].max() / want.abs().max().clamp_min(1e-12)).item()
-        if diff > worst:
-            worst, worst_name = diff, name
-    return Comparison(loss_diff, worst, worst_name, noise)
+def compare(graph: Graph, losses: Sequence[float], reference: Reference,
+            gradients: Mapping[str, torch.Tensor] | None = None,
+            params: Mapping[str, torch.Tensor] | None = None) -> Comparison:
+    tol = reference_tolerance(graph, reference)
+    pairs = list(zip(losses, reference.losses, strict=True))
+    excess = max(abs(a - b) / (tol.loss_rtol(k, b, reference.gradient_l1) * max(abs(b), 1e-300))
+                 for k, (a, b) in enumerate(pairs))
+    rel = max(abs(a - b) / max(abs(b), 1e-300) for a, b in pairs)
+    grad, grad_name = _largest_difference(gradients, reference.gradients)
+    param, param_name = _largest_difference(params, reference.parameters)
+    return Comparison(excess, rel, grad, grad_name, param, param_name, tol, len(pairs), reference.spec.dtype)
+
+
+def _largest_difference(got: Mapping[str, torch.Tensor] | None, want: Mapping[str, torch.Tensor]
+                        ) -> tuple[float | None, str | None]:
+    if got is None:
+        return None, None
+    missing = sorted(set(want) - set(got))
+    if missing:
+        return float("inf"), missing[0]
+    diffs = {n: (got[n].to(w.dtype) - w).abs().max().item() if w.numel() else 0.0 for n, w in want.items()}
+    worst = max(diffs, key=diffs.get, default=None)
+    return (diffs[worst] if worst is not None else 0.0), worst

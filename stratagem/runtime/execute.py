@@ -30,6 +30,7 @@ from torch import nn
 from torch.distributed.tensor import DTensor, distribute_tensor
 
 from stratagem.cost.layout import TensorLayout
+from stratagem.frontend.precision import cast_floating, recorded_constant, torch_dtype
 from stratagem.ir import Role
 from stratagem.plan import Plan
 from stratagem.runtime.errors import ExecutionError
@@ -44,7 +45,7 @@ class PlanModule(nn.Module):
     """Runs `plan` on this rank; parameters are DTensors named as in the original module."""
 
     def __init__(self, plan: Plan, weights: Mapping[str, torch.Tensor], device: torch.device | None = None,
-                 meshes: MeshBook | None = None):
+                 meshes: MeshBook | None = None, floating: torch.dtype | None = None):
         super().__init__()
         rank, world = _world()
         if plan.num_devices != world:
@@ -52,6 +53,7 @@ class PlanModule(nn.Module):
                                  got=f"{world}", hint=f"Launch with --nproc-per-node={plan.num_devices}")
         self.plan = plan
         self.device = device or torch.device("cpu")
+        self.floating = floating          # floating-point tensors in this dtype, not the captured one
         self.schedule: Schedule = build_schedule(plan.graph, plan.strategy, world, rank)
         self.meshes = _mesh_book(meshes, self.schedule.mesh_shapes, world, self.device.type)
         self._buffers_dt: dict[str, DTensor] = {}
@@ -62,8 +64,8 @@ class PlanModule(nn.Module):
         graph = self.plan.graph
         for name in self.schedule.parameters:
             spec = graph.tensors[name]
-            value = _weight(weights, name, spec.shape)
-            placed = self._distribute(value.detach().to(self.device), self.schedule.sources[name])
+            value = cast_floating(_weight(weights, name, spec.shape).detach(), self.floating)
+            placed = self._distribute(value.to(self.device), self.schedule.sources[name])
             if spec.role is Role.WEIGHT:
                 param = nn.Parameter(placed, requires_grad=True)
                 param.register_post_accumulate_grad_hook(_sync_gradient)
@@ -122,7 +124,7 @@ class PlanModule(nn.Module):
                 for t, r in zip(step.op.outputs, results)]
 
     def _cast(self, tensor: str, value: torch.Tensor) -> torch.Tensor:
-        dtype = getattr(torch, self.plan.graph.tensors[tensor].dtype)
+        dtype = torch_dtype(self.plan.graph.tensors[tensor].dtype, self.floating)
         return value if value.dtype == dtype else value.to(dtype)
 
 
@@ -214,15 +216,27 @@ def module_weights(module: nn.Module, graph) -> dict[str, torch.Tensor]:
     found = {**dict(module.named_parameters(remove_duplicate=False)),
              **dict(module.named_buffers(remove_duplicate=False))}
     for name, c in (graph.meta.get("constants") or {}).items():
-        found[name] = torch.tensor(c["values"], dtype=getattr(torch, c["dtype"])).reshape(c["shape"])
+        found[name] = recorded_constant(c)
     return found
 
 
 def parallelize(module: nn.Module, plan: Plan, device: torch.device | str | None = None,
                 meshes: MeshBook | None = None) -> PlanModule:
     """The module, run as `plan` says, on this torchrun rank (TensorOpt's Listing 1). Several plans
-    run in one world can share `meshes` (MeshBook), so their process groups are created once."""
+    run in one world can share `meshes` (MeshBook), so their process groups are created once. A
+    module whose parameters are in another floating dtype than the plan's graph (float64 for a
+    check) runs in that dtype."""
     from stratagem.runtime.runnable import require_runnable
     require_runnable(plan)
-    return PlanModule(plan, module_weights(module, plan.graph), torch.device(device) if device else None,
-                      meshes)
+    weights = module_weights(module, plan.graph)
+    return PlanModule(plan, weights, torch.device(device) if device else None, meshes,
+                      _floating_dtype(weights, plan.graph))
+
+
+def _floating_dtype(weights: Mapping[str, torch.Tensor], graph) -> torch.dtype | None:
+    """The module's floating-point dtype where it differs from the graph's (None: the same)."""
+    for name, value in weights.items():
+        spec = graph.tensors.get(name)
+        if spec is not None and value.is_floating_point() and str(value.dtype) != f"torch.{spec.dtype}":
+            return value.dtype
+    return None

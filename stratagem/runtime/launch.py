@@ -5,7 +5,8 @@
 
 PYTHONPATH is passed through, so workers import this copy of stratagem. Nothing hangs: gloo's
 timeout bounds every collective (`timeout_s`), torchrun stops every rank once one fails, and the
-watchdog kills the whole process group after `timeout_s` + start-up. A failed run raises RunFailed
+watchdog stops torchrun and every rank after `timeout_s` + start-up; Ctrl-C or SIGTERM stops them
+too and raises Interrupted (runtime.processes: nothing of a run outlives it). A failed run raises RunFailed
 naming the rank and the cause: the rank's own report (`rank<r>.error.json`) when it wrote one, else
 torchrun's record of its exit code and the last lines the rank wrote to stderr (torchrun tees every
 rank's streams into `<out>/logs/<run>/attempt_0/<local rank>/`; a worker that aborts in C++ leaves
@@ -22,8 +23,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -33,6 +32,7 @@ from typing import Any
 
 from stratagem.errors import ConfigError
 from stratagem.runtime.errors import RunFailed
+from stratagem.runtime.processes import MARKER_ENV, Completed, new_marker, run_tree
 
 STARTUP_S = 60.0          # torchrun, imports and process-group rendezvous
 
@@ -73,10 +73,11 @@ def launch(tasks: Sequence[Mapping[str, Any]], options: LaunchOptions, out_dir: 
     while True:
         for stale in out.glob("rank*.error.json"):
             stale.unlink()
-        code, output = _run(torchrun_command(job_path, options, out / "logs"), options)
+        completed = _run(torchrun_command(job_path, options, out / "logs"), options)
+        code, output = completed.code, completed.output
         if code == 0:
             break
-        summary = failure_summary(out, output, code, options)
+        summary = failure_summary(out, output, code, options, completed.stopped_ranks)
         if len(failed) >= options.relaunches or not killed_by_signal(summary):
             raise RunFailed(summary + "".join(f" (after attempt {i + 1} failed: {f})" for i, f in enumerate(failed)))
         failed.append(summary)
@@ -106,17 +107,9 @@ def _nodes(args: Sequence[str]) -> int:
     return 1
 
 
-def _run(command: list[str], options: LaunchOptions) -> tuple[int, str]:
-    env = {**os.environ, **options.env, "PYTHONPATH": _pythonpath()}
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                               start_new_session=True)
-    try:
-        output, _ = process.communicate(timeout=options.timeout_s + STARTUP_S)
-        return process.returncode, output
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
-        return -1, output + f"\n[stratagem watchdog] killed the run after {options.timeout_s + STARTUP_S:.0f} s"
+def _run(command: list[str], options: LaunchOptions) -> Completed:
+    env = {**os.environ, **options.env, "PYTHONPATH": _pythonpath(), MARKER_ENV: new_marker()}
+    return run_tree(command, env, options.timeout_s + STARTUP_S)
 
 
 def _pythonpath() -> str:
@@ -128,14 +121,19 @@ def _pythonpath() -> str:
 _CONSEQUENCE = re.compile(r"gloo|NCCL|Connection (closed|reset)|Timed out waiting|timed out", re.I)
 
 
-def failure_summary(out: Path, output: str, code: int, options: LaunchOptions) -> str:
-    """Root causes first: a rank's own exception, then ranks that died silently, then ranks whose
-    collectives failed because a peer was gone or hung."""
+def failure_summary(out: Path, output: str, code: int, options: LaunchOptions,
+                    stopped_ranks: tuple[int, ...] = ()) -> str:
+    """Root causes first: ranks found stopped (SIGSTOP) when the watchdog fired, a rank's own
+    exception, then ranks that died silently, then ranks whose collectives failed because a peer
+    was gone or hung."""
     reports = [json.loads(p.read_text()) for p in sorted(out.glob("rank*.error.json"))]
     causes = [r for r in reports if not _CONSEQUENCE.search(r["error"])]
     waiting = [r for r in reports if _CONSEQUENCE.search(r["error"])]
-    lines = [_reported(r) for r in causes]
-    lines.extend(_torchrun_failures(output, {r["rank"] for r in reports}, out / "logs"))
+    lines = [f"rank {r} was stopped (SIGSTOP or a debugger: process state T) and never finished"
+             for r in stopped_ranks]
+    lines.extend(_reported(r) for r in causes)
+    quiet = {r["rank"] for r in reports} | set(stopped_ranks)
+    lines.extend(_torchrun_failures(output, quiet, out / "logs", watchdog=code == -1))
     lines.extend(_reported(r) + " (a collective with a failed or hung peer)" for r in waiting)
     if code == -1:
         lines.append(f"the watchdog stopped the run after {options.timeout_s + STARTUP_S:.0f} s")
@@ -155,9 +153,12 @@ _FAILURE = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)\s*\n\s*exitco
 STDERR_TAIL_LINES = 20
 
 
-def _torchrun_failures(output: str, reported: set[int], log_dir: Path) -> list[str]:
+def _torchrun_failures(output: str, reported: set[int], log_dir: Path, watchdog: bool = False) -> list[str]:
     """Ranks torchrun saw die without a report of their own (os._exit, a signal, a crash), with the
-    end of their stderr, before the ones it stopped itself once another had failed."""
+    end of their stderr, before the ones it stopped itself once another had failed. After the
+    watchdog fired, every rank's end is the watchdog's stop, not a cause."""
+    if watchdog:
+        return []
     died, stopped = [], []
     for rank, local_rank, code in _FAILURE.findall(output):
         if int(rank) in reported:

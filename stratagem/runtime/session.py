@@ -25,6 +25,7 @@ from stratagem.runtime.errors import NotRunnable
 from stratagem.runtime.launch import LaunchOptions, launch
 from stratagem.runtime.runnable import require_runnable
 
+DTYPES = ("float32", "float64")          # what a run may train in (float64: the same-training check)
 MEMORY_MEANING = ("largest total of live tensor storage bytes on the rank during the first step "
                   "(torch.distributed._tools.MemTracker: parameters, gradients, optimizer states, "
                   "activations, temporaries; no allocator caching, Python objects or gloo buffers)")
@@ -45,8 +46,11 @@ class RunOptions:
     env: dict[str, str] = field(default_factory=dict)
     out_dir: str | None = None
     relaunches: int = 0                 # launch again after a rank is killed by a signal (launch.py)
+    dtype: str | None = None            # floating-point dtype trained in; None: float64 with check, else float32
 
     def __post_init__(self) -> None:
+        dtype = self.dtype or ("float64" if self.check else "float32")
+        object.__setattr__(self, "dtype", values.one_of(dtype, "training dtype", DTYPES))
         steps = values.integer(self.steps, "steps")
         warmup = min(1, steps - 1) if self.warmup is None else self.warmup
         object.__setattr__(self, "warmup", values.integer(warmup, f"warmup (of {steps} steps)", 0, steps - 1))
@@ -62,7 +66,8 @@ def run_plans(paths: Sequence[str | Path], options: RunOptions) -> list[dict[str
     plans = [Plan.load(p) for p in paths]
     nproc = _checked(plans, options)
     tasks = [{"name": f"plan{i}", "plan": str(Path(p).resolve()), "steps": options.steps,
-              "warmup": options.warmup, "lr": options.lr, "seed": options.seed, "save_params": options.check}
+              "warmup": options.warmup, "lr": options.lr, "seed": options.seed, "save_params": options.check,
+              "dtype": options.dtype}
              for i, p in enumerate(paths)]
     result = launch(tasks, LaunchOptions(nproc, options.timeout_s, options.torchrun_args, options.env,
                                          relaunches=options.relaunches), options.out_dir)
@@ -83,7 +88,7 @@ def _checked(plans: Sequence[Plan], options: RunOptions) -> int:
             raise NotRunnable("--nproc does not match the plan", expected=f"{plan.num_devices} processes",
                               got=str(nproc), hint="A plan runs on exactly the devices it was made for")
         require_runnable(plan)
-        training_spec(plan, options.lr, options.seed)
+        training_spec(plan, options.lr, options.seed, options.dtype)
     return nproc
 
 
@@ -106,19 +111,21 @@ def report(plan: Plan, path: str, measured: dict[str, Any], params_path: Path, o
            "peak_memory_meaning": MEMORY_MEANING,
            "peak_memory_by_kind": [p["by_kind"] if p else None for p in measured["peak_memory"]]}
     if options.check:
-        out["check"] = check(plan, measured["losses"], params_path, options)
+        out["check"] = check(plan, measured["losses"], params_path.parent / params_path.name.replace(
+            ".params.pt", ".gradients.pt"), params_path, options)
         out["max_rel_loss_diff"] = out["check"]["max_rel_loss_diff"]
     return out
 
 
-def check(plan: Plan, losses: list[float], params_path: Path, options: RunOptions) -> dict[str, Any]:
+def check(plan: Plan, losses: list[float], gradients_path: Path, params_path: Path, options: RunOptions
+          ) -> dict[str, Any]:
     import torch
 
     from stratagem.runtime.compare import compare
     from stratagem.runtime.training import reference_run, training_spec
-    reference = reference_run(training_spec(plan, options.lr, options.seed), len(losses))
-    params = torch.load(params_path) if params_path.exists() else None
-    out = compare(losses, params, reference).to_dict()
+    reference = reference_run(training_spec(plan, options.lr, options.seed, options.dtype), len(losses))
+    loaded = [torch.load(p) if p.exists() else None for p in (gradients_path, params_path)]
+    out = compare(plan.graph, losses, reference, *loaded).to_dict()
     out["reference_losses"] = reference.losses
     return out
 

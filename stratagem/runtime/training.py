@@ -5,6 +5,8 @@ from `zoo.module(name, "cpu", seed=seed)`; step s trains on `variant.inputs(batc
 Generator(seed + 1 + s))`, so every rank and the single-process reference see the same batches.
 The optimizer is the plan's (`Plan.optimizer`), built by `make_optimizer` with a fixed learning rate;
 Adam and AdamW run torch's fused kernel (on CPU 4x faster than the per-tensor loop; DTensors take it).
+`dtype` "float64" trains the same model, weights and batches in float64 (the same-training check:
+runtime.compare), "float32" as captured.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from typing import Any
 
 import torch
 
+from stratagem.frontend.precision import cast_floating
 from stratagem.ir import Graph
 from stratagem.plan import Plan
 from stratagem.runtime.errors import ExecutionError
+from stratagem.runtime.session import DTYPES
 
 OPTIMIZERS = ("sgd", "momentum", "adam", "adamw")
 
@@ -29,9 +33,15 @@ class TrainingSpec:
     optimizer: str = "adam"
     lr: float = 1e-3
     seed: int = 0
+    dtype: str = "float32"
+
+    @property
+    def floating(self) -> torch.dtype | None:
+        """The dtype floating-point tensors are trained in, when it is not the captured one."""
+        return None if self.dtype == "float32" else getattr(torch, self.dtype)
 
 
-def training_spec(plan: Plan, lr: float = 1e-3, seed: int = 0) -> TrainingSpec:
+def training_spec(plan: Plan, lr: float = 1e-3, seed: int = 0, dtype: str = "float32") -> TrainingSpec:
     from stratagem.frontend import zoo
     name = plan.model or plan.graph.name
     try:
@@ -40,7 +50,9 @@ def training_spec(plan: Plan, lr: float = 1e-3, seed: int = 0) -> TrainingSpec:
         raise ExecutionError(f"plan's model {name!r} is not in the zoo",
                              hint="`stratagem run` rebuilds zoo models only; for your own module use "
                                   "stratagem.parallelize(module, plan) in a torchrun script") from None
-    return TrainingSpec(name, graph_batch_size(plan.graph, name), plan.optimizer, lr, seed)
+    if dtype not in DTYPES:
+        raise ExecutionError("unknown training dtype", expected=" | ".join(DTYPES), got=repr(dtype))
+    return TrainingSpec(name, graph_batch_size(plan.graph, name), plan.optimizer, lr, seed, dtype)
 
 
 def graph_batch_size(graph: Graph, name: str) -> int:
@@ -55,13 +67,14 @@ def graph_batch_size(graph: Graph, name: str) -> int:
 def build_module(spec: TrainingSpec) -> torch.nn.Module:
     from stratagem.frontend import zoo
     module, _ = zoo.module(spec.model, "cpu", batch_size=spec.batch_size, seed=spec.seed)
-    return module
+    return module if spec.floating is None else module.to(spec.floating)
 
 
 def batch(spec: TrainingSpec, step: int) -> tuple[Any, ...]:
     from stratagem.frontend import zoo
     generator = torch.Generator().manual_seed(spec.seed + 1 + step)
-    return zoo.variant(spec.model).inputs(spec.batch_size, torch.device("cpu"), generator)
+    return cast_floating(zoo.variant(spec.model).inputs(spec.batch_size, torch.device("cpu"), generator),
+                         spec.floating)
 
 
 def make_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: float) -> torch.optim.Optimizer:
@@ -77,46 +90,50 @@ def make_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: float) -
     raise ExecutionError("unknown optimizer", expected=" | ".join(OPTIMIZERS), got=repr(name))
 
 
-def train_step(model, optimizer, inputs) -> float:
+def train_step(model, optimizer, inputs, on_gradients=None) -> float:
+    """One step; `on_gradients(named parameters)` sees the gradients before the optimizer does."""
     loss = model(*inputs)
     loss.backward()
+    if on_gradients is not None:
+        on_gradients(dict(model.named_parameters()))
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     return float(loss.detach())
 
 
+def whole(tensor: torch.Tensor) -> torch.Tensor:
+    """A local copy of a tensor, whole (a DTensor gathered)."""
+    full = tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor
+    return full.detach().cpu().clone()
+
+
 @dataclass(frozen=True)
 class Reference:
+    """The plain module's training: losses, first-step gradients, final parameters, and the
+    gradient magnitudes the comparison's tolerance is derived from (runtime.compare)."""
+    spec: TrainingSpec
     losses: list[float]
+    gradients: dict[str, torch.Tensor]       # of the first step
     parameters: dict[str, torch.Tensor]
-    noise: dict[str, torch.Tensor]      # elements whose gradient was at rounding level at some step
-
-
-NOISE_FLOOR = 1e-5     # |g| below this fraction of the step's largest gradient element
+    max_gradient: float                      # largest |g| element over all steps
+    gradient_l1: float                       # largest sum of |g| over all parameters, over steps
 
 
 def reference_run(spec: TrainingSpec, steps: int) -> Reference:
-    """The plain module trained for `steps` in this process: losses, final parameters, and which
-    elements ever had a gradient at rounding level (a true zero, e.g. an attention key bias, whose
-    sign is noise: Adam turns it into a step of +-lr, different in any two summation orders)."""
+    """The plain module trained for `steps` in this process."""
     module = build_module(spec)
     optimizer = make_optimizer(spec.optimizer, module.parameters(), spec.lr)
-    named = dict(module.named_parameters())
-    noise = {n: torch.zeros_like(p, dtype=torch.bool) for n, p in named.items()}
-    losses = []
-    for s in range(steps):
-        loss = module(*batch(spec, s))
-        loss.backward()
-        _mark_noise(named, noise)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        losses.append(float(loss.detach()))
-    return Reference(losses, {n: p.detach().clone() for n, p in named.items()}, noise)
+    first: dict[str, torch.Tensor] = {}
+    magnitudes: list[tuple[float, float]] = []
 
+    def seen(named: dict[str, torch.nn.Parameter]) -> None:
+        grads = {n: p.grad for n, p in named.items() if p.grad is not None}
+        if not first:
+            first.update({n: whole(g) for n, g in grads.items()})
+        magnitudes.append((max((g.abs().max().item() for g in grads.values()), default=0.0),
+                           sum(g.abs().sum().item() for g in grads.values())))
 
-def _mark_noise(named: dict[str, torch.nn.Parameter], noise: dict[str, torch.Tensor]) -> None:
-    grads = {n: p.grad for n, p in named.items() if p.grad is not None}
-    largest = max((g.abs().max().item() for g in grads.values()), default=0.0)
-    for n, p in named.items():
-        g = grads.get(n)
-        noise[n] |= (g.abs() <= NOISE_FLOOR * largest) if g is not None else torch.ones_like(noise[n])
+    losses = [train_step(module, optimizer, batch(spec, s), seen) for s in range(steps)]
+    parameters = {n: whole(p) for n, p in module.named_parameters()}
+    return Reference(spec, losses, first, parameters, max((m for m, _ in magnitudes), default=0.0),
+                     max((l1 for _, l1 in magnitudes), default=0.0))

@@ -8,8 +8,8 @@ memory (runtime.memory, measured during the first step), and, if asked, the fina
 `<out>/rank<r>.error.json` (the task, the step, the exception) before exiting non-zero, so the
 launcher can name it; a rank killed by a signal (a C++ abort in a collective) prints the Python stack
 of every thread to stderr first (faulthandler), which the launcher quotes.
-`STRATAGEM_FAULT=rank:step:raise|exit|hang|abort|abort-once` injects a failure (tests; abort-once
-aborts the first launch of the job only, for relaunches).
+`STRATAGEM_FAULT=rank:step:raise|exit|hang|abort|abort-once|stop` injects a failure (tests; abort-once
+aborts the first launch of the job only, for relaunches; stop sends the rank SIGSTOP).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import faulthandler
 import json
 import logging
 import os
+import signal
 import sys
 import time
 import traceback
@@ -73,42 +74,51 @@ def run_task(task: dict[str, Any], out: Path, where: dict[str, Any], meshes=None
     from stratagem.runtime.training import batch, build_module, make_optimizer, training_spec
 
     plan = Plan.load(task["plan"])
-    spec = training_spec(plan, lr=task.get("lr", 1e-3), seed=task.get("seed", 0))
+    spec = training_spec(plan, lr=task.get("lr", 1e-3), seed=task.get("seed", 0),
+                         dtype=task.get("dtype", "float32"))
     device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else None
     model = parallelize(build_module(spec), plan, device, meshes)
     optimizer = make_optimizer(spec.optimizer, model.parameters(), spec.lr)
     start = checkpoint.load(model, optimizer, task["load_checkpoint"]) if task.get("load_checkpoint") else 0
-    losses, times, peak = [], [], None
+    losses, times, peak, gradients = [], [], None, {}
+    keep = (lambda named: gradients.update(_whole_gradients(named))) if task.get("save_params") else None
     for s in range(start, start + task["steps"]):
         where["step"] = s
         _maybe_fault(s, out)
         inputs = batch(spec, s)
         dist.barrier()
-        if peak is None and task.get("memory", True):
-            loss, time_s, peak = _measured_step(model, optimizer, inputs)
+        seen = keep if s == start else None
+        if peak is None and task.get("memory", True) and seen is None:    # gathering gradients is no step's memory
+            loss, time_s, peak = _measured_step(model, optimizer, inputs, seen)
         else:
-            loss, time_s = _timed_step(model, optimizer, inputs)
+            loss, time_s = _timed_step(model, optimizer, inputs, seen)
         losses.append(loss)
         times.append(time_s)
     where["step"] = None
     if task.get("save_checkpoint"):
         checkpoint.save(model, optimizer, task["save_checkpoint"], start + task["steps"])
-    _write_results(task, out, plan, model, losses, times, peak)
+    _write_results(task, out, plan, model, losses, times, peak, gradients)
 
 
-def _timed_step(model, optimizer, inputs) -> tuple[float, float]:
+def _whole_gradients(named) -> dict[str, torch.Tensor]:
+    """Every parameter's gradient, whole (collective: every rank calls it)."""
+    from stratagem.runtime.training import whole
+    return {n: whole(p.grad) for n, p in named.items() if p.grad is not None}
+
+
+def _timed_step(model, optimizer, inputs, on_gradients=None) -> tuple[float, float]:
     from stratagem.runtime.training import train_step
     _sync()
     begin = time.perf_counter()
-    loss = train_step(model, optimizer, inputs)
+    loss = train_step(model, optimizer, inputs, on_gradients)
     _sync()
     return loss, time.perf_counter() - begin
 
 
-def _measured_step(model, optimizer, inputs):
+def _measured_step(model, optimizer, inputs, on_gradients=None):
     from stratagem.runtime.memory import tracked
     with tracked(model, optimizer) as peak:
-        loss, time_s = _timed_step(model, optimizer, inputs)
+        loss, time_s = _timed_step(model, optimizer, inputs, on_gradients)
     return loss, time_s, peak
 
 
@@ -117,17 +127,18 @@ def _sync() -> None:
         torch.cuda.synchronize()
 
 
-def _write_results(task, out: Path, plan: Plan, model, losses, times, peak) -> None:
+def _write_results(task, out: Path, plan: Plan, model, losses, times, peak, gradients) -> None:
+    from stratagem.runtime.training import whole
     slowest = torch.tensor(times, dtype=torch.float64)
     dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
     peaks: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(peaks, None if peak is None else {"num_bytes": peak.num_bytes, "by_kind": peak.by_kind})
-    params = {name: p.full_tensor().detach().cpu() for name, p in model.named_parameters()} if task.get(
-        "save_params") else None
+    params = {name: whole(p) for name, p in model.named_parameters()} if task.get("save_params") else None
     if dist.get_rank() != 0:
         return
     if params is not None:
         torch.save(params, out / f"{task['name']}.params.pt")
+        torch.save(gradients, out / f"{task['name']}.gradients.pt")
     atomic_write_json(out / f"{task['name']}.json", {
         "task": task["name"], "plan": task["plan"], "world_size": dist.get_world_size(),
         "losses": losses, "step_times_s": slowest.tolist(), "warmup": task.get("warmup", 1),
@@ -157,6 +168,9 @@ def _maybe_fault(step: int, out: Path) -> None:
     if mode == "abort":
         print(f"injected abort ({FAULT_ENV}={spec})", file=sys.stderr, flush=True)
         os.abort()
+    if mode == "stop":
+        os.kill(os.getpid(), signal.SIGSTOP)
+        return
     raise RuntimeError(f"injected fault ({FAULT_ENV}={spec})")
 
 

@@ -27,6 +27,8 @@ from stratagem.cost.layout import TensorLayout  # noqa: E402
 from stratagem.cost.reschedule import Rescheduler  # noqa: E402
 from stratagem.space import REPLICATE, Partial as SgPartial, Shard as SgShard  # noqa: E402
 
+pytestmark = pytest.mark.numerics     # run under every kernel path by scripts/numerics_variants.sh
+
 SHAPE = (64, 128)
 S0, S1, R, P = Shard(0), Shard(1), Replicate(), Partial()
 CASES = [

@@ -8,7 +8,6 @@ checked numerically, not only by name.
 
 from __future__ import annotations
 
-
 import pytest
 import torch
 import torch.nn as nn
@@ -19,6 +18,8 @@ from stratagem.frontend.torch_ops import TORCH_OPS
 from stratagem.tdl.analysis import Analysis
 from stratagem.tdl.library import LIBRARY
 from stratagem.tdl.rounding import op_steps, unit_roundoff
+
+pytestmark = pytest.mark.numerics     # run under every kernel path by scripts/numerics_variants.sh
 
 # Nodes that are not computations: tuple access (capture reads `produces` instead) and export's
 # dtype assertions (no tensor output).

@@ -10,13 +10,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from stratagem.frontend import capture, interpret as interpret_module
+from stratagem.frontend import capture
+from stratagem.frontend import interpret as interpret_module
 from stratagem.frontend.interpret import InterpretError, interpret, missing_kinds
 from stratagem.frontend.precision import cast_floating
 from stratagem.ir import Graph, Op, Role, TensorSpec
 from stratagem.tdl import op
 from stratagem.tdl.library import LIBRARY
 from stratagem.tdl.rounding import same_math_rtol
+
+pytestmark = pytest.mark.numerics     # run under every kernel path by scripts/numerics_variants.sh
 
 
 class Mixed(nn.Module):

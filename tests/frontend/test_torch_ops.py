@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from stratagem.frontend.torch_impl.rng import dropout_keep, uniform
 from stratagem.frontend.torch_ops import TORCH_OPS
 from stratagem.tdl import rng
 from stratagem.tdl.library import LIBRARY
+
+pytestmark = pytest.mark.numerics     # run under every kernel path by scripts/numerics_variants.sh
 
 
 def test_every_library_op_but_opaque_has_an_implementation():

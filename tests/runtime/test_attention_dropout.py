@@ -1,6 +1,8 @@
 """Attention with dropout, end to end: the TDL's mask is a function of each attention weight's global
 position, so a plan that splits attention over heads and batch on 2 gloo ranks trains exactly as the
-1-rank plan of the same graph does (losses after 3 Adam steps), and differently from no dropout.
+1-rank plan of the same graph does (losses after 3 Adam steps, in float64, within the bounds of
+runtime.compare with the 1-rank run's first-step gradients as the magnitudes), and differently from
+no dropout.
 
 The zoo's tiny Transformer has p = 0 (so the same-training test can compare with torch's own
 dropout); here its plans' attention ops are given dropout_p and a seed in the plan file, which is
@@ -11,15 +13,19 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 
 from stratagem.plan import Plan
+from stratagem.runtime.compare import tolerance
 from stratagem.runtime.launch import LaunchOptions, launch
 from stratagem.space.runnable import adapter_of
 from stratagem.tdl.graphops import AnalysisCache
 
 from .plans import saved
 
-STEPS = 3
+pytestmark = pytest.mark.numerics     # run under every kernel path by scripts/numerics_variants.sh
+
+STEPS, LR = 3, 1e-3
 
 
 def _with_dropout(path, out, p: float = 0.3):
@@ -30,10 +36,18 @@ def _with_dropout(path, out, p: float = 0.3):
     return out
 
 
-def _losses(paths, nproc, directory):
-    tasks = [{"name": f"t{i}", "plan": str(p), "steps": STEPS, "lr": 1e-3, "seed": 0} for i, p in enumerate(paths)]
+def _losses(paths, nproc, directory, save_params=False):
+    tasks = [{"name": f"t{i}", "plan": str(p), "steps": STEPS, "lr": LR, "seed": 0, "dtype": "float64",
+              "save_params": save_params} for i, p in enumerate(paths)]
     result = launch(tasks, LaunchOptions(nproc, timeout_s=120), directory)
     return [result.results[t["name"]]["losses"] for t in tasks]
+
+
+def _loss_bounds(plan, losses, gradients_path) -> list[float]:
+    gradients = torch.load(gradients_path).values()
+    tol = tolerance(plan.graph, "float64", plan.optimizer, LR, max(g.abs().max().item() for g in gradients))
+    l1 = sum(g.abs().sum().item() for g in gradients)
+    return [tol.loss_rtol(k, loss, l1) * abs(loss) for k, loss in enumerate(losses)]
 
 
 def test_split_attention_with_dropout_trains_as_one_rank_does(tmp_path):
@@ -47,6 +61,7 @@ def test_split_attention_with_dropout_trains_as_one_rank_does(tmp_path):
                and adapter_of(analyses[op.name], plan.strategy[op.name]) == "attention_positions"]
     assert adapted, "the 2-rank plan should split some attention op over batch or heads"
     (two_ranks, plain), (one_rank,) = (_losses([split_dropped, split], 2, tmp_path / "two"),
-                                       _losses([whole_dropped], 1, tmp_path / "one"))
-    assert two_ranks == pytest.approx(one_rank, rel=1e-4)
-    assert abs(two_ranks[0] - plain[0]) > 1e-4 * abs(plain[0])
+                                       _losses([whole_dropped], 1, tmp_path / "one", save_params=True))
+    bounds = _loss_bounds(plan, one_rank, tmp_path / "one" / "t0.gradients.pt")
+    assert all(abs(a - b) <= bound for a, b, bound in zip(two_ranks, one_rank, bounds)), (two_ranks, one_rank, bounds)
+    assert abs(two_ranks[0] - plain[0]) > 100 * bounds[0]

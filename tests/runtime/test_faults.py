@@ -85,6 +85,13 @@ def test_a_rank_that_hangs_cannot_hang_the_run(plan_path, tmp_path):
     assert elapsed < 8.0 + STARTUP_S
 
 
+def test_a_rank_stopped_by_sigstop_is_named_as_stopped_not_as_killed(plan_path, tmp_path):
+    message, elapsed = _fail(plan_path, tmp_path, "1:1:stop", timeout_s=8.0)
+    assert message.startswith("run on 2 ranks failed: rank 1 was stopped (SIGSTOP")
+    assert "signal 9" not in message and "rank 1 died" not in message
+    assert elapsed < 8.0 + STARTUP_S
+
+
 def test_relaunching_a_multi_node_run_is_refused_before_anything_starts(tmp_path):
     from stratagem.errors import ConfigError
     with pytest.raises(ConfigError, match="single-node"):

@@ -4,9 +4,13 @@ the runtime gives DTensor must still name the one axis the rank's mesh has."""
 
 from __future__ import annotations
 
+import pytest
+
 from stratagem.runtime.session import RunOptions, run_plans
 
 from .plans import saved
+
+pytestmark = pytest.mark.numerics     # run under every kernel path by scripts/numerics_variants.sh
 
 MODELS = ("mlp-tiny", "lenet-tiny", "transformer-tiny")
 

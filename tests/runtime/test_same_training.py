@@ -1,6 +1,7 @@
-"""The same training: plans from every search, run on 2 and 4 gloo ranks, give the losses and the
-parameters (after 3 Adam steps) of a single-process run of the same module, weights and data
-(relative tolerance 1e-4; runtime.compare). One torchrun launch per world size runs every plan.
+"""The same training: plans from every search, run on 2 and 4 gloo ranks, give the losses, the
+first-step gradients and the parameters (after 3 Adam steps) of a single-process run of the same
+module, weights and data, both in float64, within bounds derived from the computation
+(runtime.compare). One torchrun launch per world size runs every plan.
 
 Dropout: the tiny zoo variants have p = 0 (the runtime's dropout is the TDL's counter-based mask at
 global positions, checked against the whole op in test_localops)."""
@@ -13,6 +14,8 @@ from stratagem.runtime.session import RunOptions, run_plans
 from stratagem.search.planner import algorithms
 
 from .plans import saved
+
+pytestmark = pytest.mark.numerics     # run under every kernel path by scripts/numerics_variants.sh
 
 CASES = {
     2: [("mlp-tiny", a) for a in ("ft", "data-parallel", "owt", "tofu-like", "mesh-tf")]
@@ -50,7 +53,8 @@ def test_every_plan_trains_as_one_process_does(reports):
     assert not failed, failed
     for report in by_case.values():
         assert report["world_size"] == devices and len(report["losses"]) == STEPS
-        assert report["check"]["max_rel_param_diff"] is not None
+        assert report["check"]["max_param_diff"] is not None and report["check"]["max_grad_diff"] is not None
+        assert report["check"]["dtype"] == "float64"
 
 
 def test_the_plans_really_distribute_the_work(reports):

@@ -12,9 +12,10 @@ from stratagem.tdl.trace import op
 
 def _scatter_add_flops(dims, input_shapes, *, dim):
     """A copy of x and one add per scattered element (the one-hot sum would count every pair)."""
+    a = axis(dim, len(input_shapes[0]), "scatter_add")
     out_size = numel([n for name, n in dims.items() if name != "j"])
-    rows = out_size // dims[f"d{axis(dim, len(input_shapes[0]), 'scatter_add')}"]
-    return float(out_size + rows * dims["j"])
+    rows = out_size // dims[f"d{a}"]
+    return float(out_size + rows * dims.get("j", input_shapes[1][a]))   # j: index extent along `dim`
 
 
 @op(shape=lambda x, index, src, *, dim: x.shape, flops=_scatter_add_flops,

@@ -18,6 +18,8 @@ from stratagem.frontend.interpret import interpret, missing_kinds
 from stratagem.frontend.precision import cast_floating
 from stratagem.tdl.rounding import same_math_rtol
 
+pytestmark = pytest.mark.numerics     # run under every kernel path by scripts/numerics_variants.sh
+
 
 @pytest.mark.parametrize("name", [n + "-tiny" for n in zoo.names()])
 def test_tiny_variant_captures_and_interprets_to_the_module_loss(name, checked):
