@@ -9,9 +9,6 @@ Writes go to a temporary file first and are renamed into place, so a crash never
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,7 +17,7 @@ from typing import Any
 from stratagem import values
 from stratagem.errors import ConfigError, StratagemError
 from stratagem.fields import Fields
-from stratagem.files import parse_json, read_text
+from stratagem.files import atomic_write_json, parse_json, read_text
 from stratagem.ir import Graph, graph_from_dict, graph_to_dict
 from stratagem.space import Configuration, Level, check_strategy
 
@@ -242,16 +239,3 @@ def _check_version(f: Fields) -> None:
 
 def read_json(path: str | Path) -> Any:
     return parse_json(read_text(path, "file"), path)
-
-
-def atomic_write_json(path: str | Path, data: Mapping[str, Any]) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle, indent=1, allow_nan=True)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -7,6 +7,7 @@ import importlib
 import sys
 
 from stratagem.errors import StratagemError
+from stratagem.files import writable_output
 
 # command name -> (module under stratagem.cli, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -37,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         command = sub.add_parser(name, help=help_text, description=help_text)
         mod.configure(command)
-        command.set_defaults(handler=mod.run)
+        command.set_defaults(handler=mod.run, outputs=getattr(mod, "OUTPUTS", ()))
     return parser
 
 
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        check_outputs(args)
         return int(args.handler(args) or 0)
     except KeyboardInterrupt:
         print(f"stratagem {args.command}: interrupted (Ctrl-C)", file=sys.stderr)
@@ -56,6 +58,12 @@ def main(argv: list[str] | None = None) -> int:
         code = getattr(error, "exit_code", 2)       # a run stopped by a signal: 128 + its number
         print(f"stratagem {args.command}: {'error: ' if code == 2 else ''}{error}", file=sys.stderr)
         return code
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Every file the command will write can be written: found now, not after the work."""
+    for dest, what, suffixes in args.outputs:
+        writable_output(getattr(args, dest, None), what, suffixes)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ def run(args: argparse.Namespace) -> int:
 
     from stratagem.report.console import Console
     from stratagem.report.diff import diff_plans
-    from stratagem.report.planfile import load_plan
+    from stratagem.planfile import load_plan
     from stratagem.values import integer
     top = None if args.top is None else integer(args.top, "--top (changed ops to list)", minimum=0)
     out = Console()

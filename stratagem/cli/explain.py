@@ -12,6 +12,9 @@ import argparse
 from stratagem.report.explain import SORT_KEYS
 
 
+# (argument, what it is, suffixes its writer can produce): checked before any work (cli.main)
+OUTPUTS = (("picture", "picture", (".png", ".pdf", ".svg")),)
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("plan", help="a plan file written by `stratagem plan -o`, or FRONTIER.json:INDEX")
     parser.add_argument("--sort", choices=SORT_KEYS, default="graph", help="order of the op table (default: graph)")
@@ -24,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from stratagem.report import explain, picture
     from stratagem.report.console import Console
     from stratagem.report.plan_summary import plan_lines
-    from stratagem.report.planfile import load_plan
+    from stratagem.planfile import load_plan
     from stratagem.report.replay import model_of
     from stratagem.report.units import format_bytes, format_seconds
     out = Console()

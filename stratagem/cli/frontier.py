@@ -13,6 +13,9 @@ from stratagem.report.planning import DEFAULT_CLUSTER
 BASELINES = ("data-parallel", "optcnn", "tofu-like", "mesh-tf")
 
 
+# (argument, what it is, suffixes its writer can produce): checked before any work (cli.main)
+OUTPUTS = (("output", "frontier file", ()), ("plot", "plot", (".png", ".pdf", ".svg")))
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="a model zoo name (`stratagem models` lists them)")
     parser.add_argument("--cluster", default=None,

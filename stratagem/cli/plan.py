@@ -17,6 +17,9 @@ ALGORITHM_HELP = ("search by name: ft (default; TensorOpt's frontier tracking), 
                   "algorithms()` registers (mcmc, tofu, exhaustive); an unknown name lists them")
 
 
+# (argument, what it is, suffixes its writer can produce): checked before any work (cli.main)
+OUTPUTS = (("output", "plan file", ()),)
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="a model zoo name (`stratagem models` lists them)")
     parser.add_argument("--cluster", default=None,

@@ -18,6 +18,9 @@ from stratagem.errors import ConfigError
 COMM_DEFAULTS = {"min_exp": 10, "max_exp": 24, "repeats": 10, "warmup": 2}
 
 
+# (argument, what it is, suffixes its writer can produce): checked before any work (cli.main)
+OUTPUTS = (("output", "profile table", ()),)
+
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="what", metavar="ops|comm", required=True)
     comm = sub.add_parser("comm", help="collective times per device partitioning and message size")

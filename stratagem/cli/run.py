@@ -14,11 +14,14 @@ import argparse
 import json
 import math
 
-from stratagem.plan import atomic_write_json
+from stratagem.files import atomic_write_json
 
 RENDEZVOUS = ("--nnodes", "--node-rank", "--rdzv-endpoint", "--rdzv-id", "--rdzv-backend", "--master-addr",
               "--master-port")
 
+
+# (argument, what it is, suffixes its writer can produce): checked before any work (cli.main)
+OUTPUTS = (("output", "run report", ()),)
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("plan", help="a plan file written by `stratagem plan -o`")
@@ -28,6 +31,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "losses, first-step gradients and final parameters, within bounds derived from the "
                              "computation (runs both in float64 unless --dtype says otherwise)")
     parser.add_argument("-o", "--output", help="write the report (JSON) here")
+    parser.add_argument("--checkpoint-dir", default=None, metavar="DIR",
+                        help="after the last step, save weights, optimizer state and step here "
+                             "(torch.distributed.checkpoint; another plan or rank count can resume from it)")
+    parser.add_argument("--resume", default=None, metavar="DIR",
+                        help="start from the checkpoint in DIR (checked against the plan before anything launches)")
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, steps: int) -> None:
@@ -57,7 +65,8 @@ def run_options(args: argparse.Namespace, check: bool):
             passed.append(f"{flag}={value}")
     return RunOptions(steps=args.steps, warmup=args.warmup, check=check, lr=args.lr, seed=args.seed,
                       nproc=args.nproc, timeout_s=args.timeout, torchrun_args=tuple(passed),
-                      relaunches=args.relaunch, dtype=args.dtype)
+                      relaunches=args.relaunch, dtype=args.dtype,
+                      checkpoint_dir=getattr(args, "checkpoint_dir", None), resume=getattr(args, "resume", None))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,6 +11,9 @@ from __future__ import annotations
 import argparse
 
 
+# (argument, what it is, suffixes its writer can produce): checked before any work (cli.main)
+OUTPUTS = (("trace", "trace file", ()),)
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("plan", help="a plan file written by `stratagem plan -o`, or FRONTIER.json:INDEX")
     parser.add_argument("--trace", default=None, metavar="JSON", help="write the timeline as a Chrome trace")
@@ -19,7 +22,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from stratagem.report.console import Console
-    from stratagem.report.planfile import load_plan
+    from stratagem.planfile import load_plan
     from stratagem.report.simulate_report import simulate_plan
     out = Console()
     plan = load_plan(args.plan)

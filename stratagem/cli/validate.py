@@ -11,8 +11,11 @@ from __future__ import annotations
 import argparse
 
 from stratagem.cli.run import add_run_arguments, mib, ms, run_options
-from stratagem.plan import atomic_write_json
+from stratagem.files import atomic_write_json
 
+
+# (argument, what it is, suffixes its writer can produce): checked before any work (cli.main)
+OUTPUTS = (("output", "validation report", ()),)
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("plans", nargs="+", metavar="plan.json", help="plan files for one device count")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from stratagem.errors import ConfigError
+from stratagem.files import atomic_write_json
 
 FORMAT_VERSION = 1
 Groups = tuple[tuple[int, ...], ...]
@@ -67,7 +68,7 @@ class CommTable:
                             for (kind, groups), s in sorted(self.series.items())]}
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_json(), indent=1) + "\n")
+        atomic_write_json(path, self.to_json())
 
     @staticmethod
     def load(path: str | Path) -> "CommTable":

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from stratagem.errors import ConfigError
+from stratagem.files import atomic_write_json
 from stratagem.ir import Attrs
 
 FORMAT_VERSION = 1
@@ -72,7 +73,7 @@ class ComputeTable:
                 "entries": rows}
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_json(), indent=1) + "\n")
+        atomic_write_json(path, self.to_json())
 
     @staticmethod
     def load(path: str | Path) -> "ComputeTable":

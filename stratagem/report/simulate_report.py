@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from stratagem.files import atomic_write_json
 from stratagem.plan import Plan
 from stratagem.report.tables import Table
 from stratagem.report.units import format_bytes, format_seconds
@@ -40,7 +40,7 @@ class SimulationReport:
     def write_trace(self, path: str | Path) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.result.chrome_trace()))
+        atomic_write_json(path, self.result.chrome_trace())
         return path
 
 

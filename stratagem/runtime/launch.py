@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from stratagem.errors import ConfigError
+from stratagem.files import atomic_write_json
 from stratagem.runtime.errors import RunFailed
 from stratagem.runtime.processes import MARKER_ENV, Completed, new_marker, run_tree
 
@@ -68,7 +69,7 @@ def launch(tasks: Sequence[Mapping[str, Any]], options: LaunchOptions, out_dir: 
     job = {"out_dir": str(out), "timeout_s": options.timeout_s, "backend": options.backend,
            "threads": options.threads, "tasks": list(tasks)}
     job_path = out / "job.json"
-    job_path.write_text(json.dumps(job, indent=1))
+    atomic_write_json(job_path, job)
     failed: list[str] = []
     while True:
         for stale in out.glob("rank*.error.json"):

@@ -14,13 +14,17 @@ the same module, weights, data and optimizer (runtime.compare).
 from __future__ import annotations
 
 import statistics
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from stratagem import values
+from stratagem.errors import ConfigError
+from stratagem.files import writable_directory
 from stratagem.plan import Plan
+from stratagem.planfile import load_plan
 from stratagem.runtime.errors import NotRunnable
 from stratagem.runtime.launch import LaunchOptions, launch
 from stratagem.runtime.runnable import require_runnable
@@ -47,6 +51,8 @@ class RunOptions:
     out_dir: str | None = None
     relaunches: int = 0                 # launch again after a rank is killed by a signal (launch.py)
     dtype: str | None = None            # floating-point dtype trained in; None: float64 with check, else float32
+    checkpoint_dir: str | None = None   # save model, optimizer and step here after the last step
+    resume: str | None = None           # a checkpoint to start from (its step, weights, optimizer state)
 
     def __post_init__(self) -> None:
         dtype = self.dtype or ("float64" if self.check else "float32")
@@ -60,20 +66,32 @@ class RunOptions:
         values.integer(self.seed, "seed", minimum=0)
         values.positive(self.timeout_s, "timeout (seconds)")
         values.integer(self.relaunches, "relaunches", minimum=0)
+        if self.resume and self.check:
+            raise ConfigError("--check compares with a run from step 0", expected="--check or --resume",
+                              got="both", hint="Check a plan on a fresh run, then resume without --check")
 
 
 def run_plans(paths: Sequence[str | Path], options: RunOptions) -> list[dict[str, Any]]:
-    plans = [Plan.load(p) for p in paths]
+    """Run every plan (a plan file, or `frontier.json:INDEX`) in one launch; a report each."""
+    plans = [load_plan(str(p)) for p in paths]
     nproc = _checked(plans, options)
-    tasks = [{"name": f"plan{i}", "plan": str(Path(p).resolve()), "steps": options.steps,
+    out = Path(options.out_dir or tempfile.mkdtemp(prefix="stratagem-run-"))
+    for i, plan in enumerate(plans):          # the workers read each plan from its own file
+        plan.save(out / f"plan{i}.plan.json")
+    tasks = [{"name": f"plan{i}", "plan": str((out / f"plan{i}.plan.json").resolve()), "steps": options.steps,
               "warmup": options.warmup, "lr": options.lr, "seed": options.seed, "save_params": options.check,
-              "dtype": options.dtype}
+              "dtype": options.dtype, **_checkpointing(options)}
              for i, p in enumerate(paths)]
     result = launch(tasks, LaunchOptions(nproc, options.timeout_s, options.torchrun_args, options.env,
-                                         relaunches=options.relaunches), options.out_dir)
+                                         relaunches=options.relaunches), out)
     return [{**report(plan, str(path), result.results[t["name"]], result.out_dir / f"{t['name']}.params.pt",
                       options), "failed_attempts": list(result.failed_attempts)}
             for plan, path, t in zip(plans, paths, tasks)]
+
+
+def _checkpointing(options: RunOptions) -> dict[str, str]:
+    keys = {"save_checkpoint": options.checkpoint_dir, "load_checkpoint": options.resume}
+    return {k: str(Path(v).resolve()) for k, v in keys.items() if v}
 
 
 def _checked(plans: Sequence[Plan], options: RunOptions) -> int:
@@ -89,6 +107,13 @@ def _checked(plans: Sequence[Plan], options: RunOptions) -> int:
                               got=str(nproc), hint="A plan runs on exactly the devices it was made for")
         require_runnable(plan)
         training_spec(plan, options.lr, options.seed, options.dtype)
+    if (options.checkpoint_dir or options.resume) and len(plans) > 1:
+        raise NotRunnable("checkpoints are for one plan at a time", got=f"{len(plans)} plans",
+                          hint="Run the plan to checkpoint alone with `stratagem run`")
+    writable_directory(options.checkpoint_dir, "checkpoint directory")
+    if options.resume:
+        from stratagem.runtime import checkpoint
+        checkpoint.check(options.resume, plans[0])
     return nproc
 
 

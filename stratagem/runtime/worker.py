@@ -29,7 +29,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from stratagem.plan import Plan, atomic_write_json
+from stratagem.files import atomic_write_json
+from stratagem.plan import Plan
 
 FAULT_ENV = "STRATAGEM_FAULT"
 
@@ -71,7 +72,12 @@ def _init(job: dict[str, Any]):
 def run_task(task: dict[str, Any], out: Path, where: dict[str, Any], meshes=None) -> None:
     from stratagem.runtime import checkpoint
     from stratagem.runtime.execute import parallelize
-    from stratagem.runtime.training import batch, build_module, make_optimizer, training_spec
+    from stratagem.runtime.training import (
+        batch,
+        build_module,
+        make_optimizer,
+        training_spec,
+    )
 
     plan = Plan.load(task["plan"])
     spec = training_spec(plan, lr=task.get("lr", 1e-3), seed=task.get("seed", 0),

@@ -7,11 +7,12 @@ and op in `args`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from stratagem.files import atomic_write_json
 
 
 @dataclass(frozen=True)
@@ -46,4 +47,4 @@ def chrome_trace(tasks: Sequence[TraceTask], resource_names: Sequence[str],
 
 
 def write_chrome_trace(path: str | Path, trace: dict) -> None:
-    Path(path).write_text(json.dumps(trace))
+    atomic_write_json(path, trace)

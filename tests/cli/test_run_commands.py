@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 
 import pytest
 
@@ -48,3 +49,31 @@ def test_run_relaunches_after_a_rank_is_killed_and_says_so(cpu_plan, tmp_path, c
     assert len(data["losses"]) == 2 and len(data["failed_attempts"]) == 1
     assert "relaunched after attempt 1 failed: run on 2 ranks failed: rank 1 died without a report " \
            "(killed by signal 6)" in capsys.readouterr().out
+
+
+def test_run_takes_a_plan_of_a_frontier_file(tmp_path, capsys):
+    front = tmp_path / "front.json"
+    assert main(["frontier", "mlp-tiny", "--cluster", "cpu-1x2", "-o", str(front)]) == 0
+    plans = json.loads(front.read_text())["plans"]
+    report = tmp_path / "run.json"
+    assert main(["run", f"{front}:-1", "--steps", "1", "-o", str(report)]) == 0
+    data = json.loads(report.read_text())
+    assert data["plan"] == f"{front}:-1" and len(data["losses"]) == 1
+    assert data["predicted_iteration_time_s"] == pytest.approx(plans[-1]["iteration_time_s"])
+    capsys.readouterr()
+    assert main(["run", f"{front}:{len(plans)}", "--steps", "1"]) == 2
+    assert f"no plan {len(plans)} in {front}" in capsys.readouterr().err
+
+
+def test_an_unwritable_output_is_refused_before_any_work(cpu_plan, tmp_path, capsys):
+    for argv in (["plan", "lenet-tiny", "--cluster", "cpu-1x2", "-o", "/proc/plan.json"],
+                 ["frontier", "lenet-tiny", "--cluster", "cpu-1x2", "--plot", str(tmp_path / "f.txt")],
+                 ["run", str(cpu_plan), "-o", str(tmp_path)],
+                 ["run", str(cpu_plan), "--checkpoint-dir", str(cpu_plan)],
+                 ["explain", str(cpu_plan), "--picture", f"{cpu_plan}/x.png"],
+                 ["simulate", str(cpu_plan), "--trace", "/proc/trace.json"]):
+        begin = time.monotonic()
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "error:" in err and "Traceback" not in err, (argv, err)
+        assert time.monotonic() - begin < 2, argv       # before capture, planning or launch
