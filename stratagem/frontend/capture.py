@@ -10,12 +10,16 @@
 5. `propagate_sample_dims` fills the sample dims the detection left open from the TDL analysis.
 
 Graph.meta records `opaque_targets` (target -> op count), `saved_internal_num_bytes` (op -> bytes
-autograd keeps that are no tensor of the IR, see saved.py) and `constants` (the values of small
-tensor constants the forward creates, when captured on a real device; see lower.py).
+autograd keeps that are no tensor of the IR, see saved.py), `constants` (the values of small
+tensor constants the forward creates, when captured on a real device; see lower.py),
+`state_updates` (buffer -> the tensor holding its value after the forward: running statistics,
+counters; see state.py) and `cache_turned_off` (where a KV cache was turned off for capture).
 """
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -23,6 +27,7 @@ from typing import Any
 import torch
 
 from stratagem.errors import StratagemError
+from stratagem.values import closest
 from stratagem.frontend.batchdims import detect_batch_dims
 from stratagem.frontend.export import export_program
 from stratagem.frontend.lower import Lowered, Lowering
@@ -46,18 +51,66 @@ def capture(module: torch.nn.Module, example_inputs: Any, *, name: str | None = 
     `convert`: node -> list of Converted or None, consulted instead of `aten_map.convert` (to
     describe ops of your own; returning None leaves a node opaque).
     """
-    inputs = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+    inputs = positional_inputs(module, example_inputs)
     name = name or type(module).__name__
-    program = export_program(module, inputs)
-    by_name = _input_sample_dims(program, inputs, sample_dims)
-    leaf_dims = [by_name.get(n) for n in _user_input_names(program)]
-    batch = detect_batch_dims(module, inputs, _align_to_leaves(inputs, leaf_dims), program)
+    with caches_off(module) as turned_off:
+        program = export_program(module, inputs)
+        by_name = _input_sample_dims(program, inputs, sample_dims)
+        leaf_dims = [by_name.get(n) for n in _user_input_names(program)]
+        batch = detect_batch_dims(module, inputs, _align_to_leaves(inputs, leaf_dims), program)
     lowered = Lowering(program, module, batch, by_name, record_saved(program), convert).run()
     _warn_opaque(name, lowered)
     meta = {"captured_from": type(module).__qualname__, "opaque_targets": lowered.opaque_targets,
-            "saved_internal_num_bytes": lowered.internal_saved_num_bytes, "constants": lowered.constants}
+            "saved_internal_num_bytes": lowered.internal_saved_num_bytes, "constants": lowered.constants,
+            "cache_turned_off": turned_off, "state_updates": lowered.state_updates}
     graph = Graph.build(name, lowered.tensors, lowered.ops, lowered.outputs, meta)
     return propagate_sample_dims(graph)
+
+
+def positional_inputs(module: torch.nn.Module, example_inputs: Any) -> tuple[Any, ...]:
+    """The forward's arguments in order: a tuple or list as given, one tensor as itself, a mapping
+    by parameter name (bound to the forward's signature, defaults in between)."""
+    if isinstance(example_inputs, (tuple, list)):
+        return tuple(example_inputs)
+    if not isinstance(example_inputs, Mapping):
+        return (example_inputs,)
+    signature = inspect.signature(module.forward)
+    named = [n for n, p in signature.parameters.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    unknown = [k for k in example_inputs if k not in named]
+    if unknown:
+        guess = closest(unknown[0], named)
+        raise StratagemError("example inputs do not fit the module's forward",
+                             expected=f"argument names of {type(module).__name__}.forward: {', '.join(named)}",
+                             got=str(unknown), hint=guess)
+    bound = signature.bind(**example_inputs)
+    bound.apply_defaults()
+    if bound.kwargs:
+        raise StratagemError("example inputs name keyword-only arguments", got=str(sorted(bound.kwargs)),
+                             hint="Pass them positionally, or wrap the module so forward takes tensors")
+    return tuple(bound.args)
+
+
+@contextlib.contextmanager
+def caches_off(module: torch.nn.Module):
+    """Hugging Face models built with their config's defaults return a KV cache (`use_cache`
+    True), which is no training output and no tensor export can trace: it is turned off while the
+    model is captured, and back on after. Yields the names of the submodules it was turned off in."""
+    configs = {name: m.config for name, m in module.named_modules()
+               if getattr(getattr(m, "config", None), "use_cache", False) is True}
+    for config in configs.values():
+        config.use_cache = False
+    if configs:
+        warnings.warn(f"capture {type(module).__name__}: the KV cache (config.use_cache) is turned off for the "
+                      f"training graph, in {sorted(n or '(the model)' for n in configs)}", CaptureNote, stacklevel=3)
+    try:
+        yield sorted(configs)
+    finally:
+        for config in configs.values():
+            config.use_cache = True
+
+
+class CaptureNote(UserWarning):
+    """Something capture changed to trace the model for training, and says so."""
 
 
 def _user_input_names(program: torch.export.ExportedProgram) -> list[str]:

@@ -23,18 +23,38 @@ from typing import Any
 import torch
 from torch import fx
 
+from stratagem.errors import StratagemError
 from stratagem.frontend.mutation import functionalize_view_writes
 
 
 GRAD_ENABLED = "stratagem_grad_enabled"   # node meta: the grad mode an inlined body ran under
 
 
+class ExportFailed(StratagemError):
+    """torch.export could not trace the module's forward."""
+
+
 def export_program(module: torch.nn.Module, inputs: Sequence[Any]) -> torch.export.ExportedProgram:
     with _default_device(module, inputs):
-        program = torch.export.export(module, tuple(inputs), strict=False)
+        try:
+            program = torch.export.export(module, tuple(inputs), strict=False)
+        except Exception as error:     # noqa: BLE001 - whatever export raises, said plainly
+            raise _export_failure(module, error) from error
     inline_wrapped_bodies(program.graph_module)
     functionalize_view_writes(program.graph_module)
     return program
+
+
+def _export_failure(module: torch.nn.Module, error: Exception) -> ExportFailed:
+    first = next((line for line in str(error).splitlines() if line.strip()), type(error).__name__)
+    what = f"torch.export could not trace {type(module).__name__}.forward"
+    if "data-dependent" in str(error) or "GuardOnDataDependent" in type(error).__name__:
+        return ExportFailed(what, got=f"a Python value computed from tensor data ({first})",
+                            hint="stratagem plans static computations: avoid .item(), float(tensor) and branches on "
+                                 "tensor values in forward (e.g. batch norm's momentum=None reads its step count)")
+    return ExportFailed(what, got=f"{type(error).__name__}: {first}",
+                        hint="Make forward traceable by torch.export (strict=False), or capture a wrapper whose "
+                             "forward is")
 
 
 def _default_device(module: torch.nn.Module, inputs: Sequence[Any]) -> contextlib.AbstractContextManager:

@@ -34,7 +34,7 @@ import torch
 from torch import fx
 
 from stratagem.errors import StratagemError
-from stratagem.frontend import aten_map, calls
+from stratagem.frontend import aten_map, calls, state
 from stratagem.frontend.aten_map import Converted, Intermediate
 from stratagem.frontend.fxnodes import dtype_name, module_path, tensor_leaves
 from stratagem.frontend.opaque_ops import opaque_op
@@ -61,6 +61,25 @@ class Lowered:
     rejected: Mapping[str, str]               # ATen target -> why its conversion was refused
     internal_saved_num_bytes: Mapping[str, int]   # op -> bytes autograd keeps outside the IR
     constants: Mapping[str, Attrs]                # small lifted constants: name -> dtype, shape, values
+    state_updates: Mapping[str, str]              # buffer -> the tensor holding its next value
+
+
+class ValueDependentShape(StratagemError):
+    """A tensor whose shape depends on the values computed (nonzero, boolean masking, routing)."""
+
+
+def refuse_value_dependent_shapes(node: fx.Node) -> None:
+    """stratagem plans static shapes: a shape known only when the values are (torch.export's
+    unbacked symbols, u0, u1, ...) is refused, naming the op, where it ran, and what to do."""
+    for leaf in tensor_leaves(node.meta.get("val")):
+        if any(not isinstance(d, int) for d in leaf.shape):
+            where = module_path(node) or "the model's forward"
+            raise ValueDependentShape(
+                f"op {calls.target_name(node.target)} in {where} makes a tensor whose shape depends on the values",
+                expected="shapes known from the inputs' shapes", got=f"shape {list(leaf.shape)}",
+                hint="stratagem plans static shapes: compute with masks instead (torch.where(mask, x, 0) rather "
+                     "than x[mask] or nonzero), or give routing a fixed capacity (as MoE layers with a capacity "
+                     "factor do)")
 
 
 class Lowering:
@@ -82,6 +101,10 @@ class Lowering:
         self.recorded: dict[str, Attrs] = {}
         self.outputs = [s.arg.name for s in program.graph_signature.output_specs
                         if s.kind.name == "USER_OUTPUT" and hasattr(s.arg, "name")]
+        self.input_kinds = {s.arg.name: s.kind.name for s in program.graph_signature.input_specs
+                            if hasattr(s.arg, "name")}
+        self.written: dict[str, str] = {}          # buffer (IR name) -> the op that writes it
+        self.state_updates: dict[str, str] = {}    # buffer (IR name) -> its next value (state.py)
 
     def run(self) -> Lowered:
         self._placeholders()
@@ -89,9 +112,10 @@ class Lowering:
             if node.op == "call_function" and node.target is not operator.getitem:
                 self._lower(node)
         outputs = tuple(self.names[n] for n in self.outputs if n in self.names)
+        state.refuse_uncarried(self.written, self.state_updates)
         return Lowered(tuple(self.specs.values()), tuple(self.ops), outputs,
                        dict(self.opaque_targets), dict(self.rejected), dict(self.internal),
-                       dict(self.recorded))
+                       dict(self.recorded), dict(self.state_updates))
 
     # ---- what other parts ask ----------------------------------------------------------------
     def tensor_name(self, x: Any) -> str:
@@ -143,20 +167,48 @@ class Lowering:
         if not tensor_leaves(val):
             self.constants[node.name] = val
             return
-        if not node.users and node.name not in self.outputs:
+        refuse_value_dependent_shapes(node)
+        buffers = self._written_buffers(node)
+        if not node.users and node.name not in self.outputs and not buffers:
             return
         target = calls.target_name(node.target)
         if target in FOLDED or (target in FOLDED_WITHOUT_GRAD and not self._requires_grad(node)):
             self.names[node.name] = self.tensor_name(node.args[0])
             return
+        if not self._carry_copy(node, buffers):
+            self._convert(node, target)
+        for buffer in buffers:
+            value = state.new_value_of(node, buffer)
+            if value is not None and value.name in self.names:
+                self.state_updates[self.names[buffer.name]] = self.names[value.name]
+
+    def _convert(self, node: fx.Node, target: str) -> None:
         try:
             chain = (self.convert or aten_map.convert)(node)
             if chain is not None:
-                self._add(node, self._build_chain(node, chain))
+                built = self._build_chain(node, chain)
+                self._add(node, built)
+                for item, (op, _) in zip(chain, built):
+                    if item.writes is not None:
+                        self.state_updates[self.tensor_name(item.writes)] = op.outputs[0]
                 return
         except Exception as error:   # noqa: BLE001 - a conversion that does not fit falls back
             self.rejected.setdefault(target, f"{type(error).__name__}: {error}")
         self._add_opaque(node, target)
+
+    def _written_buffers(self, node: fx.Node) -> list[fx.Node]:
+        """The buffers `node` writes (state.py); a write to a parameter is refused."""
+        written = state.written_arguments(node)
+        state.refuse_parameter_writes(node, written, self.input_kinds, self.names)
+        buffers = [w for w in written if self.input_kinds.get(w.name) == "BUFFER"]
+        for buffer in buffers:
+            self.written[self.names[buffer.name]] = calls.target_name(node.target)
+        return buffers
+
+    def _carry_copy(self, node: fx.Node, buffers: list[fx.Node]) -> bool:
+        """copy_(buffer, value) makes no op: value is the buffer's next value."""
+        return bool(buffers) and calls.target_name(node.target).startswith("aten.copy_.") and \
+            state.new_value_of(node, buffers[0]) is not None
 
     def _requires_grad(self, node: fx.Node) -> bool:
         if not self.saved.known:

@@ -12,7 +12,9 @@ on a view writes into the view's base, which later nodes read under the base's o
 
 `functionalize_view_writes` rewrites each in-place op on a `slice` or `select` of a base into its
 out-of-place op followed by `slice_scatter` / `select_scatter` into the base, and points the base's
-later readers at the result. Writes through deeper view chains, or read back through another view
+later readers at the result. A base that is a placeholder (a buffer, a parameter) gets an explicit
+`copy_(base, result)` too, so the write to the module's state is not lost (frontend/state.py
+carries it for a buffer and refuses it for a parameter). Writes through deeper view chains, or read back through another view
 taken before the write, are left as they are (they are rare; `capture` does not detect them).
 """
 
@@ -61,3 +63,7 @@ def _rewrite(graph: fx.Graph, node: fx.Node) -> None:
         if order[user] > order[rebuilt]:
             user.replace_input_with(base, rebuilt)
     graph.erase_node(node)
+    if base.op == "placeholder":        # a buffer (or parameter) written through a view: say so
+        with graph.inserting_after(rebuilt):
+            write = graph.call_function(torch.ops.aten.copy_.default, (base, rebuilt))
+        write.meta = {**copy.copy(rebuilt.meta)}

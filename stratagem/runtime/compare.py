@@ -65,6 +65,8 @@ class Comparison:
     worst_gradient: str | None
     max_param_diff: float | None      # max |p - reference|, after the last step
     worst_parameter: str | None
+    max_buffer_excess: float | None   # max over state buffers of |b - reference| / its bound
+    worst_buffer: str | None
     tolerance: Tolerance
     steps: int
     dtype: str
@@ -74,7 +76,8 @@ class Comparison:
         return (self.max_loss_excess <= 1
                 and (self.max_grad_diff is None or self.max_grad_diff <= self.tolerance.grad_atol)
                 and (self.max_param_diff is None
-                     or self.max_param_diff <= self.tolerance.param_atol_per_step * self.steps))
+                     or self.max_param_diff <= self.tolerance.param_atol_per_step * self.steps)
+                and (self.max_buffer_excess is None or self.max_buffer_excess <= 1))
 
     def to_dict(self) -> dict:
         t = self.tolerance
@@ -83,12 +86,14 @@ class Comparison:
                 "max_grad_diff": self.max_grad_diff, "grad_tolerance": t.grad_atol,
                 "worst_gradient": self.worst_gradient, "max_param_diff": self.max_param_diff,
                 "param_tolerance": t.param_atol_per_step * self.steps, "worst_parameter": self.worst_parameter,
+                "buffer_diff_over_tolerance": self.max_buffer_excess, "worst_buffer": self.worst_buffer,
                 "same_training": self.same_training}
 
 
 def compare(graph: Graph, losses: Sequence[float], reference: Reference,
             gradients: Mapping[str, torch.Tensor] | None = None,
-            params: Mapping[str, torch.Tensor] | None = None) -> Comparison:
+            params: Mapping[str, torch.Tensor] | None = None,
+            buffers: Mapping[str, torch.Tensor] | None = None) -> Comparison:
     tol = reference_tolerance(graph, reference)
     pairs = list(zip(losses, reference.losses, strict=True))
     excess = max(abs(a - b) / (tol.loss_rtol(k, b, reference.gradient_l1) * max(abs(b), 1e-300))
@@ -96,7 +101,30 @@ def compare(graph: Graph, losses: Sequence[float], reference: Reference,
     rel = max(abs(a - b) / max(abs(b), 1e-300) for a, b in pairs)
     grad, grad_name = _largest_difference(gradients, reference.gradients)
     param, param_name = _largest_difference(params, reference.parameters)
-    return Comparison(excess, rel, grad, grad_name, param, param_name, tol, len(pairs), reference.spec.dtype)
+    buffer, buffer_name = _buffer_excess(graph, buffers, reference, tol, len(pairs))
+    return Comparison(excess, rel, grad, grad_name, param, param_name, buffer, buffer_name, tol, len(pairs),
+                      reference.spec.dtype)
+
+
+def _buffer_excess(graph: Graph, buffers: Mapping[str, torch.Tensor] | None, reference: Reference,
+                   tol: Tolerance, steps: int) -> tuple[float | None, str | None]:
+    """The buffers the forward writes (graph.meta["state_updates"]), against the reference's: each
+    step's value carries the forward's rounding at the buffer's scale, and the steps add up;
+    integer buffers (counters) must be equal."""
+    state = sorted((graph.meta.get("state_updates") or {}))
+    if buffers is None or not state:
+        return None, None
+    worst, name = 0.0, None
+    for b in state:
+        want, got = reference.buffers[b], buffers.get(b)
+        if got is None:
+            return float("inf"), b
+        bound = steps * tol.step_rtol * want.abs().max().item() if want.is_floating_point() else 0.0
+        diff = (got.to(want.dtype) - want).abs().max().item() if want.numel() else 0.0
+        excess = diff / bound if bound > 0 else (0.0 if diff == 0 else float("inf"))
+        if excess >= worst:
+            worst, name = excess, b
+    return worst, name
 
 
 def _largest_difference(got: Mapping[str, torch.Tensor] | None, want: Mapping[str, torch.Tensor]

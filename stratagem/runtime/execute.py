@@ -57,6 +57,7 @@ class PlanModule(nn.Module):
         self.schedule: Schedule = build_schedule(plan.graph, plan.strategy, world, rank)
         self.meshes = _mesh_book(meshes, self.schedule.mesh_shapes, world, self.device.type)
         self._buffers_dt: dict[str, DTensor] = {}
+        self.state_updates: dict[str, str] = dict(plan.graph.meta.get("state_updates") or {})
         self._install(weights)
 
     # ---- parameters ---------------------------------------------------------------------------
@@ -72,6 +73,8 @@ class PlanModule(nn.Module):
                 _attach(self, name, param)
             else:
                 self._buffers_dt[name] = placed
+                if name in self.state_updates:             # state: in state_dict (checkpoints) too
+                    _attach(self, name, placed, buffer=True)
 
     def _distribute(self, value: torch.Tensor, lay: TensorLayout) -> DTensor:
         return distribute_tensor(value, self.meshes[lay.mesh_shape], torch_placements(lay.placements),
@@ -95,8 +98,18 @@ class PlanModule(nn.Module):
             args = [self._read(values, moved, t, lay) for t, lay in zip(step.op.inputs, step.inputs)]
             for t, out in zip(step.op.outputs, self._run(step, args)):
                 values[t] = out
+        self._write_state(values)
         outs = tuple(values[t].full_tensor() for t in graph.outputs)
         return outs[0] if len(outs) == 1 else outs
+
+    def _write_state(self, values: dict[str, DTensor]) -> None:
+        """Each buffer the forward writes takes its next value, laid out as the buffer is, as eager
+        PyTorch writes it during forward (frontend/state.py)."""
+        for buffer, tensor in self.state_updates.items():
+            new = move(values[tensor], self.schedule.sources[tensor], self.schedule.sources[buffer], self.meshes)
+            new = new.detach().to(self._buffers_dt[buffer].dtype)
+            self._buffers_dt[buffer] = new
+            _attach(self, buffer, new, buffer=True)
 
     def _read(self, values, moved, tensor: str, lay: TensorLayout) -> DTensor:
         key = (tensor, lay)
@@ -165,8 +178,8 @@ def _sync_gradient(param: DTensor) -> None:
         param.grad = grad.redistribute(param.device_mesh, param.placements)
 
 
-def _attach(root: nn.Module, name: str, param: nn.Parameter) -> None:
-    """Register `param` under its dotted name, creating empty submodules on the way."""
+def _attach(root: nn.Module, name: str, param: torch.Tensor, buffer: bool = False) -> None:
+    """Register `param` (or a buffer) under its dotted name, creating empty submodules on the way."""
     *path, leaf = name.split(".")
     module = root
     for part in path:
@@ -175,7 +188,10 @@ def _attach(root: nn.Module, name: str, param: nn.Parameter) -> None:
             child = nn.Module()
             module.add_module(part, child)
         module = child
-    module.register_parameter(leaf, param)
+    if buffer:
+        module.register_buffer(leaf, param)
+    else:
+        module.register_parameter(leaf, param)
 
 
 def _weight(weights: Mapping[str, torch.Tensor], name: str, shape: tuple[int, ...]) -> torch.Tensor:

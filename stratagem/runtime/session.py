@@ -136,21 +136,23 @@ def report(plan: Plan, path: str, measured: dict[str, Any], params_path: Path, o
            "peak_memory_meaning": MEMORY_MEANING,
            "peak_memory_by_kind": [p["by_kind"] if p else None for p in measured["peak_memory"]]}
     if options.check:
-        out["check"] = check(plan, measured["losses"], params_path.parent / params_path.name.replace(
-            ".params.pt", ".gradients.pt"), params_path, options)
+        out["check"] = check(plan, measured["losses"], params_path, options)
         out["max_rel_loss_diff"] = out["check"]["max_rel_loss_diff"]
     return out
 
 
-def check(plan: Plan, losses: list[float], gradients_path: Path, params_path: Path, options: RunOptions
-          ) -> dict[str, Any]:
+def check(plan: Plan, losses: list[float], params_path: Path, options: RunOptions) -> dict[str, Any]:
+    """The run against one process (runtime.compare): what the workers saved beside `params_path`
+    (<task>.params.pt, .gradients.pt, .buffers.pt) against a reference run here."""
     import torch
 
     from stratagem.runtime.compare import compare
     from stratagem.runtime.training import reference_run, training_spec
     reference = reference_run(training_spec(plan, options.lr, options.seed, options.dtype), len(losses))
-    loaded = [torch.load(p) if p.exists() else None for p in (gradients_path, params_path)]
-    out = compare(plan.graph, losses, reference, *loaded).to_dict()
+    saved = {kind: params_path.with_name(params_path.name.replace(".params.", f".{kind}."))
+             for kind in ("params", "gradients", "buffers")}
+    loaded = {kind: torch.load(path) if path.exists() else None for kind, path in saved.items()}
+    out = compare(plan.graph, losses, reference, loaded["gradients"], loaded["params"], loaded["buffers"]).to_dict()
     out["reference_losses"] = reference.losses
     return out
 

@@ -115,6 +115,7 @@ class Reference:
     losses: list[float]
     gradients: dict[str, torch.Tensor]       # of the first step
     parameters: dict[str, torch.Tensor]
+    buffers: dict[str, torch.Tensor]         # after the last step (running statistics, counters)
     max_gradient: float                      # largest |g| element over all steps
     gradient_l1: float                       # largest sum of |g| over all parameters, over steps
 
@@ -135,5 +136,6 @@ def reference_run(spec: TrainingSpec, steps: int) -> Reference:
 
     losses = [train_step(module, optimizer, batch(spec, s), seen) for s in range(steps)]
     parameters = {n: whole(p) for n, p in module.named_parameters()}
-    return Reference(spec, losses, first, parameters, max((m for m, _ in magnitudes), default=0.0),
+    buffers = {n: whole(b) for n, b in module.named_buffers()}
+    return Reference(spec, losses, first, parameters, buffers, max((m for m, _ in magnitudes), default=0.0),
                      max((l1 for _, l1 in magnitudes), default=0.0))

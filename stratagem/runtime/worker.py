@@ -140,11 +140,13 @@ def _write_results(task, out: Path, plan: Plan, model, losses, times, peak, grad
     peaks: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(peaks, None if peak is None else {"num_bytes": peak.num_bytes, "by_kind": peak.by_kind})
     params = {name: whole(p) for name, p in model.named_parameters()} if task.get("save_params") else None
+    buffers = {name: whole(b) for name, b in model.named_buffers()} if task.get("save_params") else None
     if dist.get_rank() != 0:
         return
     if params is not None:
         torch.save(params, out / f"{task['name']}.params.pt")
         torch.save(gradients, out / f"{task['name']}.gradients.pt")
+        torch.save(buffers, out / f"{task['name']}.buffers.pt")
     atomic_write_json(out / f"{task['name']}.json", {
         "task": task["name"], "plan": task["plan"], "world_size": dist.get_world_size(),
         "losses": losses, "step_times_s": slowest.tolist(), "warmup": task.get("warmup", 1),

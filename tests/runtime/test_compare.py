@@ -4,9 +4,13 @@ from the parameters; a parameter off by one step; a loss off in its last digits)
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
+import torch
 
 from stratagem.frontend import zoo
+from stratagem.ir import Graph
 from stratagem.plan import Plan
 from stratagem.runtime.compare import compare, reference_tolerance
 from stratagem.runtime.training import reference_run, training_spec
@@ -67,3 +71,16 @@ def test_a_missing_gradient_is_caught(graph_and_reference):
     partial = {n: g for n, g in ref.gradients.items() if n != name}
     result = compare(graph, ref.losses, ref, partial)
     assert not result.same_training and result.worst_gradient == name
+
+
+def test_state_buffers_off_by_a_step_are_caught():
+    graph = zoo.build("lenet-tiny", batch_size=4)     # no batch norm: give it a state buffer by hand
+    plan = Plan(graph, "cpu-1x1", 1, {op.name: Configuration(()) for op in graph.ops}, model="lenet-tiny")
+    ref = reference_run(training_spec(plan, dtype="float64"), 1)
+    counted = replace(ref, buffers={**ref.buffers, "steps": torch.tensor(1)})
+    stateful = Graph.build(graph.name, tuple(graph.tensors.values()), graph.ops, graph.outputs,
+                           {**dict(graph.meta), "state_updates": {"steps": graph.outputs[0]}})
+    same = compare(stateful, ref.losses, counted, buffers={"steps": torch.tensor(1)})
+    assert same.same_training and same.max_buffer_excess == 0
+    assert not compare(stateful, ref.losses, counted, buffers={"steps": torch.tensor(2)}).same_training
+    assert not compare(stateful, ref.losses, counted, buffers={}).same_training

@@ -73,3 +73,13 @@ def test_reports_carry_measurements_beside_predictions(reports):
         assert report["iteration_time_s"] > 0 and report["predicted_iteration_time_s"] > 0
         assert all(p is not None and p > 0 for p in report["peak_memory_bytes"])
         assert report["predicted_peak_memory_bytes"] > 0
+
+
+def test_buffers_the_forward_writes_train_as_one_process_does(reports):
+    """Batch norm's running statistics and step counter are state: after 3 steps they equal the
+    single process's (compared within the forward's rounding, the counter exactly)."""
+    devices, by_case = reports
+    checked = {case: r["check"] for case, r in by_case.items() if r["check"]["buffer_diff_over_tolerance"] is not None}
+    if devices == 2:
+        assert ("resnet-101-tiny", "tofu-like") in checked
+    assert all(c["buffer_diff_over_tolerance"] <= 1 for c in checked.values()), checked

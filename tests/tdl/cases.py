@@ -263,6 +263,9 @@ CASES.update({
         for s in [_norm_channels(rng)]] + [
         Case((s[:3], [2, s[1]], None, None), {"count": 3.0}, ("normal", "positive"))
         for s in [_norm_channels(rng)]],
+    "batch_norm_running": lambda rng: [
+        Case(([2, c], [c]), {"which": which, "momentum": 0.1, "count": 12}, ("positive", "normal"))
+        for c in [size(rng)] for which in (0, 1)],
 })
 
 # ---- reductions -------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ class Converted:
     inputs: tuple[Any, ...]            # fx.Node or Intermediate, in the TDL op's input order
     attrs: dict[str, Any] = field(default_factory=dict)
     produces: int | None = 0
+    writes: Any = None                 # fx.Node of a buffer whose next value this op computes (state.py)
 
 
 Converter = Callable[[torch.fx.Node], "list[Converted] | None"]

@@ -123,14 +123,20 @@ def _group_norm(node):
                eps=args["eps"])
 
 
-def batch_norm_training(x, weight, bias, eps):
-    """Training batch norm as statistics (P(sum) under a batch split) and their application."""
+def batch_norm_training(x, weight, bias, eps, running=(None, None), momentum=None):
+    """Training batch norm as statistics (P(sum) under a batch split) and their application; with
+    running statistics, their next values too (frontend/state.py carries them as state)."""
     sizes = shape(x)
     count = numel(sizes) // sizes[1]
     apply = one("batch_norm_apply", [x, Intermediate(0), weight, bias], eps=eps, count=count)
     if apply is None:
         return None
-    return [Converted("batch_norm_stats", (x,), {}, None), *apply]
+    updates = [Converted("batch_norm_running", (Intermediate(0), buffer), {"which": which, "momentum": momentum,
+                                                                           "count": count}, None, buffer)
+               for which, buffer in enumerate(running) if buffer is not None]
+    if updates and (momentum is None or count < 2):
+        return None          # a cumulative average, or no unbiased variance: left opaque, then refused
+    return [Converted("batch_norm_stats", (x,), {}, None), *apply, *updates]
 
 
 def _batch_norm(node):
@@ -140,7 +146,7 @@ def _batch_norm(node):
     x, weight, bias = args["input"], args["weight"], args["bias"]
     mean, var = args.get("running_mean"), args.get("running_var")
     if args.get("training", False) or mean is None:
-        return batch_norm_training(x, weight, bias, args["eps"])
+        return batch_norm_training(x, weight, bias, args["eps"], (mean, var), args.get("momentum"))
     return one("batch_norm", [x, mean, var, weight, bias], eps=args["eps"])
 
 

@@ -43,6 +43,14 @@ def _batch_norm_stats(inputs, attrs, out_shape):
     return torch.stack([x.sum(dims), (x * x).sum(dims)])
 
 
+def _batch_norm_running(inputs, attrs, out_shape):
+    stats, running = inputs
+    count, momentum = attrs["count"], attrs["momentum"]
+    mean = stats[0] / count
+    batch = mean if attrs["which"] == 0 else (stats[1] / count - mean * mean) * (count / (count - 1))
+    return running * (1 - momentum) + batch * momentum
+
+
 def _batch_norm_apply(inputs, attrs, out_shape):
     x, stats = inputs[0], inputs[1]
     mean = stats[0] / attrs["count"]
@@ -61,4 +69,5 @@ IMPLS = {
     "batch_norm": _batch_norm,
     "batch_norm_stats": _batch_norm_stats,
     "batch_norm_apply": _batch_norm_apply,
+    "batch_norm_running": _batch_norm_running,
 }

@@ -16,7 +16,12 @@ replicate x, and data parallelism could not be found. It is therefore two ops:
 The statistics are one top-level Sum over (b, *sp): splitting b leaves them P(sum), the partial
 sums that SyncBatchNorm all-reduces; `batch_norm_apply` is elementwise in x, and takes `count`
 (elements per channel over the whole batch) as an attribute, so a batch shard still divides by
-the global count. Running-statistics updates (a side effect on buffers) are not described.
+the global count. The running statistics' next values (which PyTorch writes into the buffers) are
+`batch_norm_running`, elementwise in the channel, from the same statistics:
+
+    batch_norm_running(stats, running)[c] = (1 - momentum) running[c] + momentum batch[c],
+        batch = mean (which 0), or the unbiased variance var * count / (count - 1) (which 1)
+
 Inference-mode `batch_norm` uses the running statistics and is elementwise.
 """
 
@@ -125,6 +130,21 @@ def batch_norm_stats(x):
         return Sum(Compute(red, term), **{n: x.shape[d] for n, d in zip(red, [0, *range(2, x.ndim)])})
 
     return Compute(["s", "c"], body)
+
+
+@op(weights=("running",), example=(([2, 3], [3]), {"which": 1, "momentum": 0.1, "count": 100}))
+def batch_norm_running(stats, running, *, which, momentum, count):
+    """A running statistic's next value after one training step, as PyTorch's batch norm writes it."""
+    if tuple(stats.shape) != (2, running.shape[0]) or which not in (0, 1) or count < 2:
+        raise TDLError("op 'batch_norm_running': stats [2, C], running [C], which 0 or 1, count > 1",
+                       got=f"{list(stats.shape)}, {list(running.shape)}, which={which}, count={count}")
+
+    def body(c):
+        mean = stats[0, c] / float(count)
+        batch = mean if which == 0 else (stats[1, c] / float(count) - mean * mean) * (count / (count - 1))
+        return running[c] * (1.0 - momentum) + batch * momentum
+
+    return Compute(["c"], body)
 
 
 @op(weights=("weight", "bias"), example=(([4, 3, 5, 5], [2, 3], [3], [3]), {"count": 100}))
