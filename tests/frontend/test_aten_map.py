@@ -483,10 +483,13 @@ def test_unknown_ops_and_undescribed_arguments_give_none():
 def test_training_batch_norm_is_statistics_then_application():
     program, _ = exported(nn.Sequential(nn.BatchNorm2d(4)).train(), (IMG,))
     node = next(n for n in program.graph.nodes if str(n.target) == "aten.batch_norm.default")
-    stats, apply = convert(node)
+    stats, apply, *running = convert(node)
     assert (stats.kind, stats.produces, stats.inputs) == ("batch_norm_stats", None, (node.args[0],))
     assert apply.kind == "batch_norm_apply" and apply.inputs[1] == Intermediate(0)
     assert apply.attrs["count"] == 2 * 6 * 6 and apply.produces == 0
+    # the running statistics' next values, written into the buffers (frontend/state.py)
+    assert [(r.kind, r.attrs["which"], r.writes, r.produces) for r in running] == [
+        ("batch_norm_running", 0, node.args[3], None), ("batch_norm_running", 1, node.args[4], None)]
 
 
 def test_empty_tensors_become_zeros_their_values_being_unspecified():

@@ -11,6 +11,7 @@ from torch import nn
 
 from stratagem.errors import StratagemError
 from stratagem.frontend import OpaqueOpsWarning, capture
+from stratagem.frontend.state import StateWriteError
 from stratagem.ir import Role
 
 
@@ -135,13 +136,22 @@ class Norm(nn.Module):
         return self.bn(x).sum()
 
 
-def test_buffers_are_buffers_and_the_batch_counter_makes_no_op(checked):
+def test_buffers_are_buffers_and_their_updates_are_state(checked):
     with torch.device("meta"):
         model = Norm()
-    g = checked(capture_quietly(model, meta_inputs(((6, 4), torch.float32))))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OpaqueOpsWarning)
+        g = checked(capture(model, meta_inputs(((6, 4), torch.float32))))
     assert {s.name for s in g.tensors_with_role(Role.BUFFER)} == {
         "bn.running_mean", "bn.running_var", "bn.num_batches_tracked"}
-    assert [op.attrs["target"] for op in g.ops] == ["aten.batch_norm.default", "aten.sum.default"]
+    assert sorted(g.meta["state_updates"]) == ["bn.num_batches_tracked", "bn.running_mean", "bn.running_var"]
+
+
+def test_a_training_batch_norm_left_opaque_cannot_carry_its_statistics_and_is_refused():
+    with torch.device("meta"):
+        model = Norm()
+    with pytest.raises(StateWriteError, match="writes buffer 'bn.running_mean'"):
+        capture_quietly(model, meta_inputs(((6, 4), torch.float32)))
 
 
 class Recurrent(nn.Module):
