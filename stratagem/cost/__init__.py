@@ -10,7 +10,7 @@ The planner core: this package does not import torch.
 
 from stratagem.cost.compute_table import ComputeTable, OpTiming, ProfileRequest
 from stratagem.cost.costs import EdgeCost, OpCost, PlanCost, ReuseOption
-from stratagem.cost.layout import TensorLayout
+from stratagem.space.tensor_layout import TensorLayout
 from stratagem.cost.memory import MemoryCost, Optimizer
 from stratagem.cost.model import CostModel, Edge
 from stratagem.cost.redistribute import Redistribution

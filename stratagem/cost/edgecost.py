@@ -14,17 +14,12 @@
 from __future__ import annotations
 
 from stratagem.cost.costs import EdgeCost, ReuseOption
-from stratagem.cost.layout import TensorLayout, output_layout
 from stratagem.cost.memory import saved_tensors
 from stratagem.cost.redistribute import Redistribution
 from stratagem.errors import GraphError
 from stratagem.ir import Role, dtype_bytes
-from stratagem.space import REPLICATE, Configuration, Shard
-
-
-def loader_layout(spec, num_devices: int) -> TensorLayout:
-    placement = REPLICATE if spec.sample_dim is None else Shard(spec.sample_dim)
-    return TensorLayout(0, (num_devices,), (placement,)) if num_devices > 1 else TensorLayout(0, (), ())
+from stratagem.space import Configuration
+from stratagem.space.tensor_layout import TensorLayout, loader_layout, output_layout
 
 
 def source_layouts(model, tensor: str, src_op: str | None, src_config: Configuration | None

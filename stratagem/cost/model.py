@@ -26,7 +26,7 @@ from stratagem.cost.compute import ComputeModel
 from stratagem.cost.compute_table import ComputeTable, ProfileRequest
 from stratagem.cost.costs import EdgeCost, OpCost, PlanCost
 from stratagem.cost.edgecost import build_edge_cost
-from stratagem.cost.layout import TensorLayout
+from stratagem.space.tensor_layout import TensorLayout
 from stratagem.cost.memory import Optimizer, weight_owner
 from stratagem.cost.opcost import build_op_cost
 from stratagem.cost.oplayouts import OpLayouts

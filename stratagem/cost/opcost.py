@@ -18,7 +18,7 @@ import math
 
 from stratagem.cost.compute import is_contraction, local_extents
 from stratagem.cost.costs import OpCost
-from stratagem.cost.layout import TensorLayout, output_layout
+from stratagem.space.tensor_layout import TensorLayout, output_layout
 from stratagem.cost.memory import MemoryCost, owned_parameters, saved_tensors
 from stratagem.cost.steps import CommStep
 from stratagem.ir import Role, dtype_bytes

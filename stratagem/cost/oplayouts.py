@@ -8,7 +8,7 @@ would run: for each op and each configuration the space offers, the kernel one d
 from __future__ import annotations
 
 from stratagem.cost.compute_table import ProfileRequest
-from stratagem.cost.layout import TensorLayout, input_layout, output_layout
+from stratagem.space.tensor_layout import TensorLayout, input_layout, output_layout
 from stratagem.cost.regions import input_boxes
 from stratagem.ir import Graph
 from stratagem.space import Configuration, OpLayout, SpaceOptions, enumerate_configurations, layout

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 from stratagem.cluster import Cluster
-from stratagem.cost.layout import Box, TensorLayout
+from stratagem.space.tensor_layout import Box, TensorLayout
 from stratagem.cost.redistribute import Redistribution
 from stratagem.cost.steps import CommStep
 from stratagem.space import REPLICATE, Partial

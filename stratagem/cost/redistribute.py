@@ -27,7 +27,7 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from stratagem.cost.layout import TensorLayout
+from stratagem.space.tensor_layout import TensorLayout
 from stratagem.cost.steps import CommStep
 from stratagem.space import REPLICATE, Partial, Placement, Shard
 

@@ -8,7 +8,7 @@ Device e of a configuration computes, of each split dim, the chunk `Configuratio
 
 from __future__ import annotations
 
-from stratagem.cost.layout import Box
+from stratagem.space.tensor_layout import Box
 from stratagem.space import Configuration
 
 

@@ -12,7 +12,7 @@ Plans are cached per (shape, itemsize, source layout, target layout).
 from __future__ import annotations
 
 from stratagem.cluster import Cluster
-from stratagem.cost.layout import TensorLayout, refine
+from stratagem.space.tensor_layout import TensorLayout, refine
 from stratagem.cost.p2p import plan_p2p
 from stratagem.cost.redistribute import Price, Redistribution, plan_redistribution
 

@@ -29,7 +29,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.distributed.tensor import DTensor, distribute_tensor
 
-from stratagem.cost.layout import TensorLayout
+from stratagem.space.tensor_layout import TensorLayout
 from stratagem.frontend.precision import cast_floating, recorded_constant, torch_dtype
 from stratagem.ir import Role
 from stratagem.plan import Plan

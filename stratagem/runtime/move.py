@@ -1,7 +1,7 @@
 """Re-scheduling a DTensor from the layout it has to the layout an op reads it in (differentiable).
 
     same mesh              DTensor.redistribute
-    different meshes over  both onto their common refinement (cost.layout.refine): the local shard is
+    different meshes over  both onto their common refinement (space.tensor_layout.refine): the local shard is
     the same devices       reinterpreted with from_local (no data moves), redistributed there, then
                            reinterpreted on the target mesh
     no refinement          (e.g. 2x3 and 3x2) the last resort: replicate on the source mesh, take the
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from torch.distributed.tensor import DTensor
 
-from stratagem.cost.layout import TensorLayout, refine
+from stratagem.space.tensor_layout import TensorLayout, refine
 from stratagem.runtime.meshes import MeshBook, torch_placements
 from stratagem.space import REPLICATE
 

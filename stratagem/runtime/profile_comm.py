@@ -30,7 +30,7 @@ import torch.distributed as dist
 
 from stratagem import values
 from stratagem.cluster.comm_table import CommTable, Groups, Series, normalize_groups
-from stratagem.cost.layout import TensorLayout
+from stratagem.space.tensor_layout import TensorLayout
 from stratagem.space import REPLICATE, ordered_factorizations
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")

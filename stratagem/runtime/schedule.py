@@ -1,7 +1,7 @@
 """A plan as one rank executes it (no torch): per op, its mesh, the layout it reads each input in,
 its output layout, this rank's share and adapter; per tensor, where it lives when it appears.
 
-    data inputs    the data loader's layout (cost.edgecost.loader_layout): S(sample dim) on the
+    data inputs    the data loader's layout (space.tensor_layout.loader_layout): S(sample dim) on the
                    1-D mesh of all devices when the batch divides evenly, else R
     parameters     the layout their owner (first consumer, cost.memory.weight_owner) reads them in:
                    the placements the plan gives them, and the ones their gradients are synced to
@@ -10,7 +10,7 @@ its output layout, this rank's share and adapter; per tensor, where it lives whe
 Every configuration covers all devices (space.runnable refuses sub-blocks), so a layout's mesh is
 its shape; a plan for one device runs on the 1-element mesh (1,) with everything replicated.
 `mesh_shapes` lists every mesh the run needs: the ops', the loader's, and the common refinement
-(cost.layout.refine) of each pair a tensor moves between.
+(space.tensor_layout.refine) of each pair a tensor moves between.
 """
 
 from __future__ import annotations
@@ -19,12 +19,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from stratagem.cost.layout import TensorLayout, input_layout, output_layout, refine
 from stratagem.cost.memory import weight_owner
 from stratagem.ir import Graph, Op, Role
 from stratagem.runtime.views import WorkerView, worker_view
-from stratagem.space import REPLICATE, Configuration, OpLayout, Shard, layout
+from stratagem.space import REPLICATE, Configuration, OpLayout, layout
 from stratagem.space.runnable import adapter_of
+from stratagem.space.tensor_layout import (
+    TensorLayout,
+    input_layout,
+    loader_layout,
+    output_layout,
+    refine,
+)
 from stratagem.tdl.graphops import AnalysisCache
 from stratagem.tdl.library import LIBRARY
 
@@ -69,7 +75,7 @@ def build_schedule(graph: Graph, strategy: Mapping[str, Configuration], num_devi
     analyses = AnalysisCache(graph)
     steps = tuple(_step(graph, analyses, op, strategy[op.name], rank) for op in graph.ops)
     by_op = {s.op.name: s for s in steps}
-    sources = {name: loader_layout(graph, name, num_devices) for name in graph.inputs}
+    sources = {name: on_mesh(loader_layout(graph.tensors[name], num_devices)) for name in graph.inputs}
     sources.update(_parameter_layouts(graph, by_op, num_devices))
     for s in steps:
         sources.update((t, s.outputs) for t in s.op.outputs)
@@ -84,14 +90,6 @@ def _step(graph: Graph, analyses: AnalysisCache, op: Op, config: Configuration, 
     view = worker_view(analysis, config, rank if config.num_devices > 1 else config.first_device)
     return OpStep(op, attrs, op_layout, inputs, on_mesh(output_layout(op_layout)), view,
                   adapter_of(analysis, config), analysis)
-
-
-def loader_layout(graph: Graph, name: str, num_devices: int) -> TensorLayout:
-    spec = graph.tensors[name]
-    d = spec.sample_dim
-    if d is None or num_devices == 1 or spec.shape[d] % num_devices:
-        return TensorLayout(0, (num_devices,), (REPLICATE,))
-    return TensorLayout(0, (num_devices,), (Shard(d),))
 
 
 def _parameter_layouts(graph: Graph, by_op: Mapping[str, OpStep], num_devices: int

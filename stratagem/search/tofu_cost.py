@@ -34,7 +34,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from stratagem.cost.layout import TensorLayout
+from stratagem.space.tensor_layout import TensorLayout
 from stratagem.ir import Role, dtype_bytes
 from stratagem.space import Configuration, Partial
 from stratagem.tdl.graphops import analysis_key

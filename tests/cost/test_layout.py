@@ -7,7 +7,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stratagem.cost.layout import TensorLayout, refine
+from stratagem.space.tensor_layout import TensorLayout, refine
 from stratagem.space import REPLICATE, Partial, Shard
 
 MESHES = [(8,), (2, 4), (4, 2), (2, 2, 2)]

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stratagem.cost import CostModel
-from stratagem.cost.layout import TensorLayout
+from stratagem.space.tensor_layout import TensorLayout
 from stratagem.cost.reschedule import Rescheduler
 from stratagem.space import REPLICATE, Configuration, Partial, Shard
 from tests.cluster.helpers import switch_cluster

@@ -23,7 +23,7 @@ from torch.distributed.tensor.debug import CommDebugMode  # noqa: E402
 from torch.testing._internal.distributed.fake_pg import FakeStore  # noqa: E402
 
 from stratagem.cluster import load  # noqa: E402
-from stratagem.cost.layout import TensorLayout  # noqa: E402
+from stratagem.space.tensor_layout import TensorLayout  # noqa: E402
 from stratagem.cost.reschedule import Rescheduler  # noqa: E402
 from stratagem.space import REPLICATE, Partial as SgPartial, Shard as SgShard  # noqa: E402
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from stratagem.runtime.schedule import build_schedule, loader_layout
+from stratagem.runtime.schedule import build_schedule
 from stratagem.runtime.views import worker_view
 from stratagem.space import REPLICATE, Configuration, Level, Partial, Shard
+from stratagem.space.tensor_layout import loader_layout
 from stratagem.tdl.graphops import AnalysisCache
 
 from .plans import plan
@@ -28,9 +29,9 @@ def test_parameters_live_where_their_owner_reads_them():
 
 def test_the_loader_shards_the_batch_when_it_divides_and_replicates_it_otherwise():
     graph = plan("mlp-tiny", "owt", 2).graph
-    assert loader_layout(graph, "features", 2).placements == (Shard(0),)
-    assert loader_layout(graph, "features", 3).placements == (REPLICATE,)
-    assert loader_layout(graph, "labels", 4).placements == (Shard(0),)
+    assert loader_layout(graph.tensors["features"], 2).placements == (Shard(0),)
+    assert loader_layout(graph.tensors["features"], 3).placements == (REPLICATE,)
+    assert loader_layout(graph.tensors["labels"], 4).placements == (Shard(0),)
 
 
 def test_under_a_split_reduction_only_the_first_worker_reads_the_bias():

@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from stratagem.space import OpLayout, Partial, Placement, Shard
+from stratagem.space.config import OpLayout
+from stratagem.space.placement import REPLICATE, Partial, Placement, Shard
 
 Box = tuple[tuple[int, int], ...]      # per dim, half-open [start, stop)
 
@@ -145,3 +146,16 @@ def _onto(layout: TensorLayout, cuts: list[int], sizes: tuple[int, ...]) -> Tens
             prefix *= layout.mesh_shape[axis]
         placements.append(layout.placements[axis])
     return TensorLayout(layout.first_device, sizes, tuple(placements), layout.boxes)
+
+
+def loader_layout(spec, num_devices: int) -> TensorLayout:
+    """How the data loader hands a graph input (a TensorSpec) to the devices, the one rule the cost
+    model, the simulator and the runtime share: its sample dim sharded over all of them when the
+    batch divides evenly, else whole on every device (an uneven batch is not handed out in uneven
+    shards); on one device, whole."""
+    if num_devices == 1:
+        return TensorLayout(0, (), ())
+    d = spec.sample_dim
+    even = d is not None and spec.shape[d] % num_devices == 0
+    return TensorLayout(0, (num_devices,), (Shard(d) if even else REPLICATE,))
+
