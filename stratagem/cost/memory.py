@@ -16,7 +16,7 @@ default rule below, after what PyTorch's autograd formulas keep (derivatives.yam
     sigmoid, tanh, exp);
   - otherwise every input that is not a weight or buffer (a linear keeps x to form dW = x^T dY;
     its weight is already counted in parameter_bytes).
-A weight belongs to the first op that reads it (`weight_owner`); other readers get it over an edge.
+A weight belongs to the first op that reads it (ir.ownership.weight_owner); other readers get it over an edge.
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from stratagem import values
-from stratagem.ir import Graph, Op, Role
+from stratagem.ir import Graph, Op
+from stratagem.ir.ownership import PARAMETER_ROLES
 
 OPTIMIZER_STATES = {"sgd": 0, "momentum": 1, "adam": 2, "adamw": 2}
 KEEPS_NOTHING = frozenset({"add", "sub", "neg", "cat", "merge", "reshape", "view", "transpose",
                            "permute", "expand", "split", "slice", "identity", "flatten"})
 KEEPS_OUTPUT = frozenset({"softmax", "log_softmax", "relu", "sigmoid", "tanh", "exp"})
-PARAMETER_ROLES = (Role.WEIGHT, Role.BUFFER)
 
 
 @dataclass(frozen=True)
@@ -66,23 +66,6 @@ class Optimizer:
     def update_traffic_per_element(self, param_itemsize: int) -> int:
         """Bytes an optimizer step moves per element: read/write param, read grad, read/write states."""
         return 3 * param_itemsize + 2 * self.state_bytes_per_element(param_itemsize)
-
-
-def weight_owner(graph: Graph, tensor: str) -> str | None:
-    readers = graph.consumers.get(tensor, ())
-    return readers[0].name if readers else None
-
-
-def owned_parameters(graph: Graph, op: Op) -> tuple[int, ...]:
-    """Input positions of the weights and buffers this op owns (first occurrence of each)."""
-    found, seen = [], set()
-    for i, t in enumerate(op.inputs):
-        if t in seen:
-            continue
-        seen.add(t)
-        if graph.tensors[t].role in PARAMETER_ROLES and weight_owner(graph, t) == op.name:
-            found.append(i)
-    return tuple(found)
 
 
 def saved_tensors(graph: Graph, op: Op) -> tuple[str, ...]:

@@ -26,15 +26,15 @@ from stratagem.cost.compute import ComputeModel
 from stratagem.cost.compute_table import ComputeTable, ProfileRequest
 from stratagem.cost.costs import EdgeCost, OpCost, PlanCost
 from stratagem.cost.edgecost import build_edge_cost
-from stratagem.space.tensor_layout import TensorLayout
-from stratagem.cost.memory import Optimizer, weight_owner
+from stratagem.cost.memory import Optimizer
 from stratagem.cost.opcost import build_op_cost
 from stratagem.cost.oplayouts import OpLayouts
 from stratagem.cost.redistribute import Redistribution
 from stratagem.cost.reschedule import Rescheduler
 from stratagem.errors import ConfigError
-from stratagem.ir import Graph, Role, TensorSpec, dtype_bytes
+from stratagem.ir import Graph, Role, TensorSpec, dtype_bytes, weight_owner
 from stratagem.space import Configuration, OpLayout, SpaceOptions, check_strategy, enumerate_configurations
+from stratagem.space.tensor_layout import TensorLayout
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,11 @@ import math
 
 from stratagem.cost.compute import is_contraction, local_extents
 from stratagem.cost.costs import OpCost
-from stratagem.space.tensor_layout import TensorLayout, output_layout
-from stratagem.cost.memory import MemoryCost, owned_parameters, saved_tensors
+from stratagem.cost.memory import MemoryCost, saved_tensors
 from stratagem.cost.steps import CommStep
-from stratagem.ir import Role, dtype_bytes
+from stratagem.ir import Role, dtype_bytes, owned_parameters
 from stratagem.space import Configuration, Partial
+from stratagem.space.tensor_layout import TensorLayout, output_layout
 
 
 def build_op_cost(model, op_name: str, config: Configuration) -> OpCost:

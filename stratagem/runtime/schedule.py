@@ -19,18 +19,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from stratagem.cost.memory import weight_owner
-from stratagem.ir import Graph, Op, Role
+from stratagem.ir import Graph, Op, Role, weight_owner
 from stratagem.runtime.views import WorkerView, worker_view
 from stratagem.space import REPLICATE, Configuration, OpLayout, layout
 from stratagem.space.runnable import adapter_of
-from stratagem.space.tensor_layout import (
-    TensorLayout,
-    input_layout,
-    loader_layout,
-    output_layout,
-    refine,
-)
+from stratagem.space.tensor_layout import TensorLayout, input_layout, loader_layout, output_layout, refine
 from stratagem.tdl.graphops import AnalysisCache
 from stratagem.tdl.library import LIBRARY
 

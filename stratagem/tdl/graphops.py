@@ -11,11 +11,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from stratagem.errors import GraphError, StratagemError
-from stratagem.ir import Graph, Op, Role, check_structure
+from stratagem.ir import PARAMETER_ROLES, Graph, Op, check_structure
 from stratagem.tdl.analysis import Analysis
 from stratagem.tdl.library import LIBRARY
-
-PARAMETER_ROLES = (Role.WEIGHT, Role.BUFFER)
 
 
 def analysis_key(graph: Graph, op: Op) -> tuple:

@@ -16,15 +16,7 @@ from stratagem.space.runnable import SPLIT_RULES, split_rule
 from stratagem.tdl.analysis import Analysis
 from stratagem.tdl.library import LIBRARY
 from tests.tdl.test_ground_truth import (
-    NOT_SHARD_LOCAL,
-    as_numpy,
-    assert_close,
-    combine,
-    instances,
-    local_input,
-    run_torch,
-    splits,
-    to_torch,
+    NOT_SHARD_LOCAL, as_numpy, assert_close, combine, instances, local_input, run_torch, splits, to_torch,
 )
 
 pytestmark = pytest.mark.numerics     # run under every kernel path by scripts/numerics_variants.sh
@@ -69,7 +61,8 @@ def test_adapted_splits_reassemble(name):
                 continue
             outputs = [_run_worker(name, inst, split, w) for w in range(split.parts)]
             assert_close(combine(split, inst.analysis, outputs), whole,
-                         f"{name} {inst.case} adapter {rule.adapter}, split {split.dim} x{split.parts}", inst.analysis)
+                         f"{name} {inst.case} adapter {rule.adapter}, split {split.dim} x{split.parts}",
+                         inst.analysis)
             tried += 1
     assert tried, f"{name}: no case exercises its adapter"
 
