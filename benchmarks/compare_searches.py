@@ -22,7 +22,8 @@ import warnings
 from stratagem import zoo
 from stratagem.errors import StratagemError
 from stratagem.search.mcmc import MCMCOptions, build_space, mcmc_search
-from stratagem.search.planner import context, search
+from stratagem.search.context import context
+from stratagem.search.planner import search
 
 MODELS = ("alexnet", "inception-v3", "resnet-101", "rnntc", "rnnlm", "nmt")
 SETUPS = (("p100-4x4", (4, 8, 16)), ("k80-16x4", (4, 8, 16, 32, 64)))

@@ -27,7 +27,9 @@ from stratagem.cli.validate import spearman, table
 from stratagem.frontend import zoo
 from stratagem.runtime.runnable import check_runnable
 from stratagem.runtime.session import RunOptions, run_plans
-from stratagem.search.planner import algorithms, context, frontier
+from stratagem.search import registry
+from stratagem.search.context import context
+from stratagem.search.ft_search import frontier
 
 BASELINES = ("data-parallel", "owt", "mesh-tf", "tofu-like")
 
@@ -48,11 +50,10 @@ def calibrate(model: str, devices: int, directory: Path, comm: str | None, ops: 
 def candidate_plans(model: str, devices: int, comm: str, ops: str) -> list:
     ctx = context(zoo.build(model), f"cpu-1x{devices}", devices,
                   model_options={"compute_table": ops, "comm_table": comm})
-    plans = [p for p in frontier(ctx.graph, ctx.cluster, ctx=ctx)]
+    plans = list(frontier(ctx))
     for i, p in enumerate(plans):
         object.__setattr__(p, "algorithm", f"ft[{i}]")
-    table = algorithms()
-    plans += [table[name](ctx) for name in BASELINES if name in table]
+    plans += [registry.run(ctx, name) for name in BASELINES]
     unique, seen = [], set()
     for p in plans:
         key = tuple(sorted((op, str(c)) for op, c in p.strategy.items()))

@@ -14,7 +14,8 @@ import warnings
 
 import stratagem as sg
 from stratagem.search.ft import frontier_tracking
-from stratagem.search.planner import PLANNER_FT, context, frontier
+from stratagem.search.context import context
+from stratagem.search.ft_search import PLANNER_FT, FTSearchOptions, frontier
 from stratagem.search.space import build_search_space
 
 MODELS = ("rnn", "transformer", "wideresnet")
@@ -34,7 +35,7 @@ def measure(name: str, cluster: str = "v100-2x8", devices: int = 16) -> dict:
         result = frontier_tracking(space.problem, PLANNER_FT)
         runs.append(time.perf_counter() - start)
     start = time.perf_counter()
-    front = frontier(graph, cluster, ctx=context(graph, cluster, devices), runnable=False)
+    front = frontier(context(graph, cluster, devices), FTSearchOptions(runnable=False))
     total_s = time.perf_counter() - start
     return {"model": name, "ops": len(graph.ops), "groups": len(space.groups),
             "ft_s": min(runs), "build_s": build_s, "frontier_s": total_s, "points": len(front),

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from stratagem.runtime.errors import RunFailed
 from stratagem.runtime.session import RunOptions, run_plans
-from stratagem.search.planner import algorithms
+from stratagem.search.registry import ALGORITHMS
 from tests.runtime.plans import saved
 from tests.runtime.test_same_training import CASES
 
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--launches", type=int, default=20)
     args = parser.parse_args(argv)
     directory = Path(tempfile.mkdtemp(prefix="launch-stress-"))
-    cases = [c for c in CASES[args.devices] if c[1] in algorithms()]
+    cases = [c for c in CASES[args.devices] if c[1] in ALGORITHMS]
     paths = [saved(directory, model, algorithm, args.devices) for model, algorithm in cases]
     failed = 0
     for i in range(args.launches):

@@ -17,7 +17,7 @@ import warnings
 from stratagem import zoo
 from stratagem.search.exhaustive import exhaustive_search
 from stratagem.search.mcmc import MCMCOptions, build_space, mcmc_search
-from stratagem.search.planner import context
+from stratagem.search.context import context
 from stratagem.space import SpaceOptions
 
 CASES = [("lenet", "coarsened, whole SOAP space", SpaceOptions(), True),

@@ -29,8 +29,8 @@ MODELS = ("alexnet", "inception-v3", "resnet-101", "rnntc", "rnnlm", "nmt")
 
 def measure(model_name: str, cluster: str, devices: int, changes: int, seed: int) -> dict:
     import stratagem as sg
-    from stratagem.search.baselines import data_parallel_strategy
-    from stratagem.search.planner import context
+    from stratagem.search.strategies import data_parallel_strategy
+    from stratagem.search.context import context
     from stratagem.sim.builder import Simulation
 
     ctx = context(sg.zoo.build(model_name), cluster, devices)

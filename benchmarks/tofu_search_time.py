@@ -15,7 +15,7 @@ import time
 import warnings
 
 from stratagem import zoo
-from stratagem.search.planner import context
+from stratagem.search.context import context
 from stratagem.search.tofu import Tofu
 
 MODELS = ("wresnet-152-10", "rnn-10-8k")

@@ -19,17 +19,16 @@ from typing import Any
 from stratagem import cluster, search, zoo
 from stratagem.errors import StratagemError
 from stratagem.plan import Frontier, Plan
+from stratagem.search.context import check_graph, context
 from stratagem.search.planner import find_strategy, frontier
-from stratagem.space import Configuration
+from stratagem.sim.builder import Simulation
+from stratagem.space import Configuration, check_strategy
 
 
 def simulate(graph, cluster_or_name, strategy, devices: int | None = None, optimizer: str = "adam",
              with_trace: bool = True):
     """Simulate one iteration of `strategy` (FlexFlow §5): iteration time, peak memory, trace.
     `devices`: the devices the plan is for (None: those its configurations use)."""
-    from stratagem.search.planner import check_graph, context
-    from stratagem.sim.builder import Simulation
-    from stratagem.space import check_strategy
     check_graph(graph)
     check_strategy(graph, strategy)
     ctx = context(graph, cluster_or_name, _devices_of(strategy) if devices is None else devices, optimizer)

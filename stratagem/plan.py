@@ -94,7 +94,7 @@ class Plan:
 class Frontier(Sequence):
     """Plans on the time / peak-memory frontier, memory ascending and time descending.
     `alternatives`: simulated plans from outside the search (data parallel) that the choices
-    (`planner.mini_time`) also weigh, so a plan chosen is never slower than the simplest one;
+    (`search.modes`) also weigh, so a plan chosen is never slower than the simplest one;
     they are not frontier points and are not iterated."""
 
     def __init__(self, plans: Sequence[Plan], details: Mapping[str, Any] | None = None,

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import argparse
 
+from stratagem.errors import ConfigError
+from stratagem.report import frontier_plot, planning
+from stratagem.report.console import Console
 from stratagem.report.planning import DEFAULT_CLUSTER
+from stratagem.report.units import format_bytes, format_seconds
 
 BASELINES = ("data-parallel", "optcnn", "tofu-like", "mesh-tf")
 
 
 # (argument, what it is, suffixes its writer can produce): checked before any work (cli.main)
 OUTPUTS = (("output", "frontier file", ()), ("plot", "plot", (".png", ".pdf", ".svg")))
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="a model zoo name (`stratagem models` lists them)")
@@ -30,13 +35,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stratagem.report import frontier_plot, planning
-    from stratagem.report.console import Console
-    from stratagem.report.units import format_bytes
-    from stratagem.search.planner import memory_cap
     out = Console()
     cluster_name = args.cluster or DEFAULT_CLUSTER
-    cluster = planning.check_cluster(cluster_name, args.devices)
+    planning.check_cluster(cluster_name, args.devices)
     names = baseline_names(args.baselines)
     if args.cluster is None:
         out.print(f"cluster: {DEFAULT_CLUSTER} (the default; choose one with --cluster)")
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     devices = ctx.num_devices
     out.table(frontier_plot.frontier_table(points, f"{args.model} on {cluster_name}, {devices} devices: "
                                                    f"{len(front)} plans on the frontier"))
-    cap = memory_cap(cluster, devices)
+    cap = ctx.memory_cap_bytes
     out.print(f"memory cap {format_bytes(cap)} (device memory / 1.1); the fastest plan that fits: "
               f"{fastest_under(front, cap)}")
     if args.output:
@@ -68,7 +69,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def baseline_names(text: str) -> list[str]:
-    from stratagem.errors import ConfigError
     if text.strip().lower() in ("", "none"):
         return []
     names = [n.strip() for n in text.split(",") if n.strip()]
@@ -80,7 +80,6 @@ def baseline_names(text: str) -> list[str]:
 
 
 def fastest_under(front, cap: float) -> str:
-    from stratagem.report.units import format_bytes, format_seconds
     fitting = [p for p in front if p.peak_memory_bytes <= cap]
     if not fitting:
         return "none"

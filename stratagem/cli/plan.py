@@ -10,15 +10,21 @@ from __future__ import annotations
 
 import argparse
 
-from stratagem.report.planning import DEFAULT_CLUSTER
+from stratagem.errors import ConfigError
+from stratagem.report import planning
+from stratagem.report.console import Console
+from stratagem.report.plan_summary import plan_lines, profile_table
+from stratagem.report.planning import DEFAULT_CLUSTER, PlanRequest
+from stratagem.search.context import memory_cap
+from stratagem.search.registry import ALGORITHMS
+from stratagem.values import size_bytes
 
-ALGORITHM_HELP = ("search by name: ft (default; TensorOpt's frontier tracking), the baselines data-parallel, "
-                  "model-parallel, owt, optcnn, tofu-like, mesh-tf, and the others `stratagem.search.planner."
-                  "algorithms()` registers (mcmc, tofu, exhaustive); an unknown name lists them")
+ALGORITHM_HELP = "search by name (default ft): " + "; ".join(f"{a.name}: {a.summary}" for a in ALGORITHMS.values())
 
 
 # (argument, what it is, suffixes its writer can produce): checked before any work (cli.main)
 OUTPUTS = (("output", "plan file", ()),)
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="a model zoo name (`stratagem models` lists them)")
@@ -33,15 +39,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--algorithm", default="ft", help=ALGORITHM_HELP)
     parser.add_argument("--budget-s", type=float, default=None, help="time budget of a randomized search (mcmc)")
     parser.add_argument("--seed", type=int, default=None, help="seed of a randomized search")
+    parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                        help="any option of the search, by its name in the search's options "
+                             "(e.g. --algorithm mcmc --option max_proposals=500); an unknown one is refused")
     parser.add_argument("--batch-size", type=int, default=None, help="batch size (default: the zoo model's)")
     parser.add_argument("-o", "--output", default="plan.json", help="plan file to write (default: plan.json)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from stratagem.report import planning
-    from stratagem.report.console import Console
-    from stratagem.report.plan_summary import plan_lines, profile_table
-    from stratagem.search.planner import memory_cap
     out = Console()
     request = request_of(args)
     planning.check_algorithm(request.algorithm, request.options)
@@ -71,10 +76,20 @@ def run(args: argparse.Namespace) -> int:
     return 0 if fits else 1
 
 
-def request_of(args: argparse.Namespace):
-    from stratagem.report.planning import PlanRequest
-    from stratagem.values import size_bytes
-    options = {k: v for k, v in (("budget_s", args.budget_s), ("seed", args.seed)) if v is not None}
+def request_of(args: argparse.Namespace) -> PlanRequest:
+    options = dict(option_pairs(args.option))
+    options.update((k, v) for k, v in (("budget_s", args.budget_s), ("seed", args.seed)) if v is not None)
     cap = None if args.memory_cap is None else size_bytes(args.memory_cap, "memory cap")
     return PlanRequest(args.model, args.cluster or DEFAULT_CLUSTER, args.devices, args.mode.replace("-", "_"),
                        cap, args.algorithm, options, args.batch_size)
+
+
+def option_pairs(texts: list[str]) -> list[tuple[str, str]]:
+    """"name=value" pairs of --option, the value as text (search.registry converts it)."""
+    pairs = []
+    for text in texts:
+        name, sep, value = text.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError("--option is not NAME=VALUE", expected="e.g. max_proposals=500", got=repr(text))
+        pairs.append((name.strip(), value.strip()))
+    return pairs

@@ -11,13 +11,16 @@ line; each plan's simulated (peak memory, iteration time) is drawn beside it as 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from stratagem.errors import StratagemError
 from stratagem.plan import Plan
 from stratagem.report.explain import explain, totals
 from stratagem.report.tables import Table
 from stratagem.report.units import format_bytes, format_seconds
+from stratagem.search import baselines
+from stratagem.search.baselines import RestrictedOptions
 
 GiB = 2 ** 30
 BASELINE_ORDER = ("data-parallel", "optcnn", "tofu-like", "mesh-tf")
@@ -49,14 +52,11 @@ def frontier_points(plans: Sequence[Plan], model) -> list[FrontierPoint]:
 def baseline_plans(ctx, front, names: Sequence[str] = BASELINE_ORDER) -> dict[str, list[Plan] | str]:
     """Each baseline as plans (one point, or Mesh-TF's frontier of its restricted space), or the
     reason it has none (a space with no configuration for some op)."""
-    from dataclasses import replace
-
-    from stratagem.report import baselines as lenient
-    from stratagem.search import baselines
+    papers = RestrictedOptions(runnable=False)      # the baselines as the papers have them
     makers = {"data-parallel": lambda: [baselines.data_parallel(ctx)],
               "optcnn": lambda: [replace(additive_min_time(front), algorithm="optcnn")],
-              "tofu-like": lambda: [lenient.tofu_like(ctx)],
-              "mesh-tf": lambda: list(lenient.mesh_tf_frontier(ctx)),
+              "tofu-like": lambda: [baselines.tofu_like(ctx, papers)],
+              "mesh-tf": lambda: list(baselines.mesh_tf_frontier(ctx)),
               "owt": lambda: [baselines.owt(ctx)],
               "model-parallel": lambda: [baselines.model_parallel(ctx)]}
     return {name: _attempt(makers[name]) for name in names}
@@ -68,7 +68,6 @@ def additive_min_time(front) -> Plan:
 
 
 def _attempt(make) -> list[Plan] | str:
-    from stratagem.errors import StratagemError
     try:
         return make()
     except (StratagemError, ValueError, KeyError) as error:      # a baseline the space cannot express

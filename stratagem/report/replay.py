@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from stratagem.errors import ConfigError
 from stratagem.plan import Plan
+from stratagem.search.context import context
+from stratagem.sim.builder import Simulation
 
 
 def reuse_keys(plan: Plan) -> dict[tuple[str, str | None, str], str]:
@@ -24,13 +26,11 @@ def reuse_keys(plan: Plan) -> dict[tuple[str, str | None, str], str]:
 
 def model_of(plan: Plan, cluster: str | None = None):
     """The cost model the plan was priced with (or the same plan on another cluster)."""
-    from stratagem.search.planner import context
     name = cluster or plan.cluster
     return context(plan.graph, name, plan.num_devices, plan.optimizer).model
 
 
 def replay(plan: Plan, cluster: str | None = None):
-    from stratagem.sim.builder import Simulation
     simulation = Simulation(model_of(plan, cluster), plan.strategy, reuse_keys(plan))
     simulation.run()
     return simulation

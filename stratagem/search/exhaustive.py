@@ -33,7 +33,6 @@ kwargs of `exhaustive` (and of `search(..., algorithm="exhaustive")`):
                              estimate is ten times longer
     probes=20                Knuth probes for the prediction (0: no prediction)
     incumbent_proposals=200  MCMC proposals per candidate for the first incumbent (0: none)
-    memory_cap_bytes=None    None: `device_memory_cap(ctx)`
     seed=0                   the probes' and the incumbent MCMC's randomness
 """
 
@@ -50,6 +49,7 @@ from stratagem.errors import StratagemError
 from stratagem.plan import Plan
 from stratagem.search.bounds import Bounds
 from stratagem.search.choices import ChoiceSpace
+from stratagem.search.context import NothingFits, make_plan, runnable_space
 from stratagem.search.evaluators import REBUILD_EVERY
 from stratagem.search.mcmc import MCMCOptions, build_space, mcmc_search
 from stratagem.sim.builder import Simulation
@@ -275,8 +275,7 @@ class BranchAndBound:
 def _incumbent(ctx, space: ChoiceSpace, cap: float, proposals: int, seed: int) -> tuple[tuple[int, ...], float, float]:
     """Best fitting strategy among data parallel, expert and a short MCMC: (assignment, time, s/leaf)."""
     initial = ("data-parallel", "expert")
-    options = MCMCOptions(budget_s=None, max_proposals=max(1, proposals), seed=seed, initial=initial,
-                          memory_cap_bytes=cap)
+    options = MCMCOptions(budget_s=None, max_proposals=max(1, proposals), seed=seed, initial=initial)
     result = mcmc_search(ctx, space, options)
     per_leaf = result.search_time_s / max(1, result.proposals) / 2   # a proposal is two deltas at most
     if result.best.feasible:
@@ -289,12 +288,10 @@ class _OutOfTime(Exception):
 
 
 def exhaustive_search(ctx, space: ChoiceSpace, max_time_s: float = 600.0, probes: int = 20,
-                      incumbent_proposals: int = 200, memory_cap_bytes: float | None = None,
-                      seed: int = 0) -> ExhaustiveResult:
-    from stratagem.search.planner import memory_cap
+                      incumbent_proposals: int = 200, seed: int = 0) -> ExhaustiveResult:
     values.positive(max_time_s, "exhaustive max_time_s")
     values.integer(seed, "exhaustive seed", minimum=0)
-    cap = memory_cap(ctx.cluster, ctx.num_devices, memory_cap_bytes)
+    cap = ctx.memory_cap_bytes
     assignment, ub, per_leaf = _incumbent(ctx, space, cap, incumbent_proposals, seed)
     search = BranchAndBound(ctx, space, cap, assignment, ub)
     estimate = search.estimate(probes, np.random.default_rng(seed), per_leaf, give_up_s=1e3 * max_time_s,
@@ -317,7 +314,6 @@ def exhaustive_search(ctx, space: ChoiceSpace, max_time_s: float = 600.0, probes
         raise _too_large(space, max_time_s, f"{done:.2%} of the pruned tree in {max_time_s:g} s, so about "
                          f"{total} in all ({search.leaves} strategies simulated)") from None
     if not np.isfinite(search.ub):
-        from stratagem.search.planner import NothingFits
         raise NothingFits("no strategy in the space fits the memory cap", expected=f"peak <= {cap / 2**30:.2f} GiB",
                           got="every strategy over it", hint="Use more devices or a smaller batch")
     peak = search.best_peak
@@ -335,14 +331,22 @@ def _too_large(space: ChoiceSpace, max_time_s: float, got: str) -> ExhaustiveToo
              "coarsen=True), raise max_time_s, or use algorithm='mcmc'")
 
 
-def exhaustive(ctx, space: SpaceOptions = SpaceOptions(), coarsen: bool = False, runnable: bool = True,
-               **kwargs) -> Plan:
-    from stratagem.search.planner import make_plan, runnable_space
-    result = exhaustive_search(ctx, build_space(ctx, runnable_space(space, runnable), coarsen), **kwargs)
+@dataclass(frozen=True)
+class ExhaustiveOptions:
+    space: SpaceOptions = SpaceOptions()
+    coarsen: bool = False
+    runnable: bool = True
+    max_time_s: float = 600.0
+    probes: int = 20
+    incumbent_proposals: int = 200
+    seed: int = 0
+
+
+def exhaustive(ctx, options: ExhaustiveOptions = ExhaustiveOptions()) -> Plan:
+    space = build_space(ctx, runnable_space(options.space, options.runnable), options.coarsen)
+    result = exhaustive_search(ctx, space, options.max_time_s, options.probes, options.incumbent_proposals,
+                               options.seed)
     details = {"space": result.space.description, "space_size": result.space.size, "nodes": result.nodes,
                "leaves_simulated": result.leaves, "search_time_s": result.elapsed_s,
                "estimated_leaves": result.estimate.leaves, "estimated_s": result.estimate.seconds}
     return make_plan(ctx, result.strategy, "exhaustive", details=details)
-
-
-__all__ = ["Estimate", "ExhaustiveResult", "ExhaustiveTooLarge", "exhaustive", "exhaustive_search"]

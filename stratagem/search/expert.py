@@ -1,6 +1,6 @@
 """Expert-designed strategies (FlexFlow §8.1.1), one of MCMC's initial candidates.
 
-    CNNs   Krizhevsky's one weird trick (`baselines.owt_strategy`): data parallel for convolutions
+    CNNs   Krizhevsky's one weird trick (`strategies.owt_strategy`): data parallel for convolutions
            and pooling, model parallel for the densely-connected layers.
     RNNs   Wu et al. 2016 (GNMT): "data parallelism that replicates the entire operator graph on
            each compute node and model parallelism that assigns operators with the same depth to
@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from stratagem.ir import Graph, Role
 from stratagem.plan import Plan
-from stratagem.search.baselines import _balanced_blocks, _batch_dim, _valid, owt_strategy
+from stratagem.search.context import NoOptions, make_plan
+from stratagem.search.strategies import balanced_blocks, batch_dim, owt_strategy, valid
 from stratagem.space import Configuration, Level
 from stratagem.tdl.graphops import analysis_key
 
@@ -65,16 +66,16 @@ def _slots(ctx, layer_of: dict[str, int], num_slots: int) -> dict[int, int]:
     work = [0.0] * num_layers
     for op in ctx.graph.ops:
         work[layer_of[op.name]] += ctx.model.op_cost(op.name, Configuration((), 0)).compute_time_s
-    return dict(enumerate(_balanced_blocks(work, num_slots)))
+    return dict(enumerate(balanced_blocks(work, num_slots)))
 
 
 def _block(ctx, op_name: str, slot: int, size: int) -> Configuration:
     if size == 1:
         return Configuration((), slot)
     analysis = ctx.model.analyses[op_name]
-    dim = _batch_dim(analysis)
+    dim = batch_dim(analysis)
     config = Configuration((Level(dim, size),), slot * size) if dim else None
-    return config if config is not None and _valid(analysis, config) else \
+    return config if config is not None and valid(analysis, config) else \
         Configuration((Level(None, size),), slot * size)
 
 
@@ -91,8 +92,7 @@ def expert_strategy(ctx) -> dict[str, Configuration]:
     return rnn_expert_strategy(ctx) if is_recurrent(ctx.graph) else owt_strategy(ctx)
 
 
-def expert(ctx) -> Plan:
-    from stratagem.search.planner import make_plan
+def expert(ctx, options: NoOptions = NoOptions()) -> Plan:
     kind = "rnn (Wu et al.)" if is_recurrent(ctx.graph) else "cnn (one weird trick)"
     return make_plan(ctx, expert_strategy(ctx), "expert", details={"expert": kind})
 

@@ -6,7 +6,7 @@
                  or everything from scratch, Table 5's baseline). Costs are
                  cached by strategy across the chains: a strategy met again costs no simulation
                                                                                  `run_chain`
-    feasible(S)  simulated peak memory <= the device memory cap (`planner.device_memory_cap`)
+    feasible(S)  simulated peak memory <= the planning context's memory cap
     proposal     S* = S with one random variable (an op) given a random other choice: symmetric,
                  q(S*|S) = q(S|S*) = 1 / (V (K_v - 1)), so Eq. 1 is the whole acceptance rule
                                                                                  `_propose`
@@ -42,7 +42,7 @@ kwargs of `mcmc` (and of `search(..., algorithm="mcmc")`):
     coarsen=False         walk the coarsened groups (Tofu §5.1) instead of single ops
     simulation="delta"         (Algorithm 2 re-timing) or "incremental" (Algorithm 1 over the edited
                                graph) or "full" (every proposal from scratch, Table 5's baseline)
-    memory_cap_bytes=None the cap; None: `device_memory_cap(ctx)`
+    runnable=True         keep to what stratagem.runtime executes (False: the whole space)
 """
 
 from __future__ import annotations
@@ -58,7 +58,11 @@ from stratagem import values
 from stratagem.errors import ConfigError
 from stratagem.plan import Plan
 from stratagem.search.choices import ChoiceSpace, group_space, op_space
+from stratagem.search.context import NothingFits, make_plan, runnable_space
 from stratagem.search.evaluators import EVALUATORS, DeltaEvaluator, FullEvaluator
+from stratagem.search.expert import expert_strategy
+from stratagem.search.ft_search import frontier
+from stratagem.search.strategies import data_parallel_strategy
 from stratagem.sim.builder import Simulation
 from stratagem.space import SpaceOptions
 
@@ -76,9 +80,12 @@ class MCMCOptions:
     num_random: int = 1
     ft_points: int = 1
     simulation: str = "delta"
-    memory_cap_bytes: float | None = None
+    space: SpaceOptions = SpaceOptions()
+    coarsen: bool = False
+    runnable: bool = True
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "initial", tuple(self.initial))
         if self.budget_s is not None:
             values.positive(self.budget_s, "MCMC budget_s")
         if self.max_proposals is not None:
@@ -204,8 +211,6 @@ def _better(a: Energy, b: Energy) -> bool:
 
 def initial_candidates(ctx, space: ChoiceSpace, options: MCMCOptions, rng: np.random.Generator,
                        cap_bytes: float) -> list[tuple[str, tuple[int, ...]]]:
-    from stratagem.search.baselines import data_parallel_strategy
-    from stratagem.search.expert import expert_strategy
     out: list[tuple[str, tuple[int, ...]]] = []
     for kind in options.initial:
         if kind == "data-parallel":
@@ -225,15 +230,13 @@ def random_assignment(space: ChoiceSpace, rng: np.random.Generator) -> tuple[int
 
 
 def _ft_strategies(ctx, cap_bytes: float, count: int) -> list[dict]:
-    from stratagem.search.planner import frontier
-    plans = sorted(frontier(ctx.graph, ctx.cluster, ctx=ctx), key=lambda p: p.iteration_time_s)
+    plans = sorted(frontier(ctx), key=lambda p: p.iteration_time_s)
     fitting = [p for p in plans if p.peak_memory_bytes <= cap_bytes] or plans[:1]
     return [dict(p.strategy) for p in fitting[:count]]
 
 
 def _beta(ctx, space: ChoiceSpace, options: MCMCOptions) -> tuple[float, float]:
     """(beta in 1/s, t_ref in s)."""
-    from stratagem.search.baselines import data_parallel_strategy
     sim = Simulation(ctx.model, space.strategy(space.project(data_parallel_strategy(ctx))))
     sim.store.simulate()
     t_ref = sim.summary()[0]
@@ -278,8 +281,7 @@ class MCMCResult:
 
 def mcmc_search(ctx, space: ChoiceSpace, options: MCMCOptions = MCMCOptions(),
                 clock: Callable[[], float] = time.perf_counter) -> MCMCResult:
-    from stratagem.search.planner import memory_cap
-    cap = memory_cap(ctx.cluster, ctx.num_devices, options.memory_cap_bytes)
+    cap = ctx.memory_cap_bytes
     seeds = np.random.SeedSequence(options.seed)
     candidates = initial_candidates(ctx, space, options, np.random.default_rng(seeds.spawn(1)[0]), cap)
     beta, t_ref = _beta(ctx, space, options)
@@ -298,20 +300,10 @@ def build_space(ctx, space: SpaceOptions = SpaceOptions(), coarsen: bool = False
     return group_space(ctx.model, space) if coarsen else op_space(ctx.model, space)
 
 
-def mcmc(ctx, space: SpaceOptions = SpaceOptions(), coarsen: bool = False, runnable: bool = True,
-         **kwargs) -> Plan:
-    from stratagem.search.planner import make_plan, runnable_space
-    space = runnable_space(space, runnable)
-    fields = MCMCOptions.__dataclass_fields__
-    unknown = sorted(k for k in kwargs if k not in fields)
-    if unknown:
-        raise ConfigError("unknown MCMC arguments", expected=f"some of {sorted(fields)} or space, coarsen",
-                          got=str(unknown))
-    if "initial" in kwargs:
-        kwargs["initial"] = tuple(kwargs["initial"])
-    result = mcmc_search(ctx, build_space(ctx, space, coarsen), MCMCOptions(**kwargs))
+def mcmc(ctx, options: MCMCOptions = MCMCOptions()) -> Plan:
+    space = build_space(ctx, runnable_space(options.space, options.runnable), options.coarsen)
+    result = mcmc_search(ctx, space, options)
     if not result.best.feasible:
-        from stratagem.search.planner import NothingFits
         raise NothingFits("MCMC found no strategy that fits the memory cap",
                           expected="peak memory within the cap",
                           got=f"{result.best.overflow_bytes / 2**30:.2f} GiB over it at best after "

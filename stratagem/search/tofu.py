@@ -47,6 +47,7 @@ import numpy as np
 
 from stratagem.plan import Plan
 from stratagem.search.coarsen import Group, coarsen
+from stratagem.search.context import make_plan
 from stratagem.search.ft import FTOptions, frontier_tracking
 from stratagem.search.problem import CostProblem, EdgeCosts
 from stratagem.search.space import member_configs
@@ -211,10 +212,15 @@ class TofuResult:
     nested_bytes: float              # every worker fetching for its final region (not minimized)
 
 
-def tofu(ctx, options: FTOptions = FTOptions(workers=1), runnable: bool = True) -> Plan:
-    from stratagem.search.planner import make_plan
+@dataclass(frozen=True)
+class TofuOptions:
+    ft: FTOptions = FTOptions(workers=1)      # solves each step's min-sum problem
+    runnable: bool = True                     # keep to what stratagem.runtime executes
+
+
+def tofu(ctx, options: TofuOptions = TofuOptions()) -> Plan:
     began = time.perf_counter()
-    result = Tofu(ctx.model, runnable=runnable).run(ctx.num_devices, options)
+    result = Tofu(ctx.model, runnable=options.runnable).run(ctx.num_devices, options.ft)
     elapsed = time.perf_counter() - began
     details = {"tofu_bytes": result.communication_bytes, "nested_bytes": result.nested_bytes,
                "search_time_s": elapsed, "step_dims": [list(s.dims) for s in result.steps],
@@ -224,4 +230,4 @@ def tofu(ctx, options: FTOptions = FTOptions(workers=1), runnable: bool = True) 
     return make_plan(ctx, result.strategy, "tofu", details=details)
 
 
-__all__ = ["StepChoices", "Tofu", "TofuResult", "TofuStep", "factors", "tofu"]
+__all__ = ["StepChoices", "Tofu", "TofuOptions", "TofuResult", "TofuStep", "factors", "tofu"]

@@ -20,8 +20,8 @@ def test_a_model_name_alone_plans_on_the_default_cluster(tmp_path, monkeypatch, 
 
 
 def test_a_baseline_by_name_is_that_baseline(plan_files):
-    from stratagem.search.baselines import data_parallel_strategy
-    from stratagem.search.planner import context
+    from stratagem.search.strategies import data_parallel_strategy
+    from stratagem.search.context import context
     plan = Plan.load(plan_files["dp"])
     assert plan.algorithm == "data-parallel" and plan.num_devices == 2
     expected = data_parallel_strategy(context(plan.graph, plan.cluster, 2))

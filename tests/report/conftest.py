@@ -8,7 +8,8 @@ import warnings
 import pytest
 
 import stratagem as sg
-from stratagem.search.planner import context, frontier
+from stratagem.search.context import context
+from stratagem.search.ft_search import frontier
 from stratagem.search.baselines import data_parallel
 
 
@@ -22,7 +23,7 @@ def tiny_ctx():
 
 @pytest.fixture(scope="session")
 def tiny_frontier(tiny_ctx):
-    return frontier(tiny_ctx.graph, tiny_ctx.cluster, ctx=tiny_ctx)
+    return frontier(tiny_ctx)
 
 
 @pytest.fixture(scope="session")

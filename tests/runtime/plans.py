@@ -7,7 +7,8 @@ from pathlib import Path
 
 from stratagem.frontend import zoo
 from stratagem.plan import Plan
-from stratagem.search.planner import algorithms, context
+from stratagem.search import registry
+from stratagem.search.context import context
 
 BATCH = 8
 # searches with a time budget get a fixed number of proposals instead: the same plan every run
@@ -18,7 +19,7 @@ ARGS = {"mcmc": {"budget_s": None, "max_proposals": 60, "seed": 0},
 @lru_cache(maxsize=None)
 def plan(model: str, algorithm: str, devices: int) -> Plan:
     graph = zoo.build(model, batch_size=BATCH)
-    return algorithms()[algorithm](context(graph, f"cpu-1x{devices}", devices), **ARGS.get(algorithm, {}))
+    return registry.run(context(graph, f"cpu-1x{devices}", devices), algorithm, ARGS.get(algorithm, {}))
 
 
 def saved(directory: Path, model: str, algorithm: str, devices: int) -> Path:

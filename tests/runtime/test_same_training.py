@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from stratagem.runtime.session import RunOptions, run_plans
-from stratagem.search.planner import algorithms
+from stratagem.search.registry import ALGORITHMS
 
 from .plans import saved
 
@@ -39,7 +39,7 @@ STEPS = 3
 def reports(request, tmp_path_factory):
     devices = request.param
     directory = tmp_path_factory.mktemp(f"plans{devices}")
-    cases = [c for c in CASES[devices] if c[1] in algorithms()]
+    cases = [c for c in CASES[devices] if c[1] in ALGORITHMS]
     paths = [saved(directory, model, algorithm, devices) for model, algorithm in cases]
     found = run_plans(paths, RunOptions(steps=STEPS, check=True, timeout_s=120,
                                         out_dir=str(directory / "run")))

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from stratagem import zoo
-from stratagem.search.baselines import data_parallel_strategy, owt_strategy
-from stratagem.search.planner import context
+from stratagem.search.strategies import data_parallel_strategy, owt_strategy
+from stratagem.search.context import context
 
 
 def test_owt_splits_only_the_fully_connected_layers_by_output_features():

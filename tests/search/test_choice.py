@@ -8,14 +8,16 @@ import pytest
 
 from stratagem import zoo
 from stratagem.plan import Frontier
-from stratagem.search.baselines import data_parallel_strategy
-from stratagem.search.planner import NothingFits, context, frontier, mini_time
+from stratagem.search.context import NothingFits, context
+from stratagem.search.ft_search import frontier
+from stratagem.search.modes import mini_time
+from stratagem.search.strategies import data_parallel_strategy
 
 
 @pytest.fixture(scope="module")
 def front():
     graph = zoo.build("mlp-tiny")
-    return frontier(graph, "cpu-1x2", ctx=context(graph, "cpu-1x2", 2))
+    return frontier(context(graph, "cpu-1x2", 2))
 
 
 def test_the_frontier_carries_data_parallel_simulated(front):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from stratagem.search.exhaustive import BranchAndBound, ExhaustiveTooLarge, exhaustive_search
 from stratagem.search.mcmc import build_space
-from stratagem.search.planner import context, search
+from stratagem.search.context import context
+from stratagem.search.planner import search
 from stratagem.sim.builder import Simulation
 from tests.search.graphs import chain, unrolled
 from tests.search.oracle import best_time, enumerate_times
@@ -32,7 +35,7 @@ def test_excludes_strategies_over_the_memory_cap(small):
     ctx, space, times = small
     fastest = min(times.values())
     cap = fastest[1] * 0.999
-    result = exhaustive_search(ctx, space, memory_cap_bytes=cap, incumbent_proposals=0)
+    result = exhaustive_search(replace(ctx, memory_cap_bytes=cap), space, incumbent_proposals=0)
     assert result.time_s == pytest.approx(best_time(times, cap), rel=1e-12) and result.time_s > fastest[0]
     assert result.peak_memory_bytes <= cap
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -12,7 +14,8 @@ from stratagem.search.expert import expert_strategy, is_recurrent, layers
 from stratagem.search.mcmc import (
     Energy, MCMCOptions, accept, build_space, initial_candidates, mcmc_search,
 )
-from stratagem.search.planner import NothingFits, context, search
+from stratagem.search.context import NothingFits, context
+from stratagem.search.planner import search
 from stratagem.sim.builder import Simulation
 from stratagem.space import Configuration
 from tests.search.graphs import chain, unrolled
@@ -90,7 +93,7 @@ def test_respects_a_memory_cap_that_excludes_the_fastest(small):
     fastest = min(times.values())
     cap = fastest[1] * 0.999                                         # the fastest strategy no longer fits
     assert best_time(times, cap) > fastest[0]
-    result = mcmc_search(ctx, space, MCMCOptions(seed=0, memory_cap_bytes=cap, **EXACT))
+    result = mcmc_search(replace(ctx, memory_cap_bytes=cap), space, MCMCOptions(seed=0, **EXACT))
     assert result.best.feasible and times[result.assignment][1] <= cap
     assert result.best.time_s == pytest.approx(times[result.assignment][0], rel=1e-12)
     # the cap walls off single-op paths to the optimum under it: the chains end 1.7 % above it
@@ -128,7 +131,7 @@ def test_search_dispatches_mcmc_with_kwargs():
                   max_proposals=50)
     assert plan.algorithm == "mcmc" and plan.details["proposals"] > 0
     assert plan.iteration_time_s == pytest.approx(min(c["best_time_s"] for c in plan.details["chains"]))
-    with pytest.raises(ConfigError, match="unknown MCMC arguments"):
+    with pytest.raises(ConfigError, match="search algorithm 'mcmc' takes no option 'budget'.*Did you mean budget_s"):
         search(chain(2), "p100-4x4", algorithm="mcmc", devices=4, budget=1)
 
 

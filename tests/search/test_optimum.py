@@ -18,7 +18,7 @@ import pytest
 from stratagem import zoo
 from stratagem.search.exhaustive import exhaustive_search
 from stratagem.search.mcmc import MCMCOptions, build_space, mcmc_search
-from stratagem.search.planner import context
+from stratagem.search.context import context
 from stratagem.space import SpaceOptions
 
 RNNLM_SPACE = SpaceOptions(max_axes=1, allow_fewer_devices=False)

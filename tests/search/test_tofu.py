@@ -7,7 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-from stratagem.search.planner import context, search
+from stratagem.search.context import context
+from stratagem.search.planner import search
 from stratagem.search.tofu import Tofu, factors
 from stratagem.space import Configuration, Level
 from tests.search.graphs import chain, unrolled

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import stratagem as sg
-from stratagem.search.planner import context, frontier
+from stratagem.search.context import context
+from stratagem.search.ft_search import frontier
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +18,7 @@ def results():
         warnings.simplefilter("ignore")
         graph = sg.zoo.build("transformer")
     ctx = context(graph, "v100-2x8", 16)
-    front = frontier(graph, "v100-2x8", ctx=ctx)
+    front = frontier(ctx)
     return front, sg.search(graph, "v100-2x8", "data-parallel", devices=16), \
         sg.search(graph, "v100-2x8", "optcnn", devices=16)
 

@@ -6,7 +6,7 @@
 Each reproduction is a function of its Settings that returns an Outcome (tables, a figure, notes).
 `quick` runs the same code on tiny models and few devices (for tests); the full runs regenerate
 docs/results/. A reproduction whose search algorithm is not registered in
-`planner.algorithms()` is written as pending, with the reason, and no numbers.
+`search.registry.ALGORITHMS` is written as pending, with the reason, and no numbers.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stratagem.errors import ConfigError
+from stratagem.report.reproduce import flexflow, tensoropt, tofu
 from stratagem.report.reproduce.common import Outcome, Settings, write_outcome, write_pending
+from stratagem.search.registry import ALGORITHMS
 
 
 @dataclass(frozen=True)
@@ -29,13 +31,10 @@ class Reproduction:
     needs: tuple[str, ...] = ()          # search algorithms it runs besides FT and the baselines
 
     def missing(self) -> tuple[str, ...]:
-        from stratagem.search.planner import algorithms
-        known = algorithms()
-        return tuple(a for a in self.needs if a not in known)
+        return tuple(a for a in self.needs if a not in ALGORITHMS)
 
 
 def reproductions() -> dict[str, Reproduction]:
-    from stratagem.report.reproduce import flexflow, tensoropt, tofu
     items = [*tensoropt.REPRODUCTIONS, *flexflow.REPRODUCTIONS, *tofu.REPRODUCTIONS]
     return {r[0]: Reproduction(*r) for r in items}
 

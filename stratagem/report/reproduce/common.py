@@ -18,7 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from stratagem.report.frontier_plot import frontier_points
 from stratagem.report.tables import Table
+from stratagem.search.context import context
+from stratagem.search.ft_search import FTSearchOptions, frontier
 
 COMMAND = "stratagem reproduce"
 
@@ -67,7 +70,7 @@ def write_pending(settings: Settings, name: str, paper: str, about: str, missing
     out.mkdir(parents=True, exist_ok=True)
     md = out / f"{name}.md"
     md.write_text(f"# {paper}\n\nPending: {about} needs the search algorithm(s) {', '.join(missing)}, which "
-                  f"`stratagem.search.planner.algorithms()` does not register yet. No numbers are shown until "
+                  f"`stratagem.search.registry` does not register yet. No numbers are shown until "
                   f"it does; then `{command_line(name, settings)}` makes them.\n")
     return (md,)
 
@@ -139,15 +142,8 @@ class Series:
     points: tuple            # FrontierPoint
 
 
-def context(graph, cluster, devices: int):
-    from stratagem.search.planner import context as make
-    return make(graph, cluster, devices)
-
-
 def frontier_and_points(ctx):
-    from stratagem.report.frontier_plot import frontier_points
-    from stratagem.search.planner import frontier
-    front = frontier(ctx.graph, ctx.cluster, ctx=ctx, runnable=False)      # the papers' whole space
+    front = frontier(ctx, FTSearchOptions(runnable=False))      # the papers' whole space
     return front, tuple(frontier_points(front, ctx.model))
 
 

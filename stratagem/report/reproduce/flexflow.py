@@ -10,15 +10,21 @@
                                                                                           `fig9b`
 All three run `search(..., algorithm="mcmc")` (and "expert"), 10 s of MCMC per search (FlexFlow:
 a 30-minute budget, usually stopping in minutes); until those are registered in
-`planner.algorithms()` the reproductions are written as pending.
+`search.registry` the reproductions are written as pending.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
-from stratagem.report.reproduce.common import Outcome, Settings, context, seconds, zoo_graph
+from stratagem.ir import Role
+from stratagem.report.frontier_plot import additive_min_time
+from stratagem.report.plots import pyplot, save
+from stratagem.report.reproduce.common import Outcome, Settings, context, frontier_and_points, seconds, zoo_graph
 from stratagem.report.tables import Table
+from stratagem.search.context import NothingFits
+from stratagem.search.planner import search
 
 MODELS = ("alexnet", "inception-v3", "resnet-101", "rnntc", "rnnlm", "nmt")
 PER_GPU_BATCH = {"alexnet": 256}
@@ -36,7 +42,6 @@ def graph_at(model: str, gpus: int, quick: bool):
 
 def _search(graph, cluster: str, gpus: int, algorithm: str, **options):
     """The plan, or None where the search finds nothing that fits the memory cap."""
-    from stratagem.search.planner import NothingFits, search
     if algorithm in WHOLE_SPACE:
         options = {"runnable": False, **options}           # the paper's whole space
     try:
@@ -50,10 +55,7 @@ WHOLE_SPACE = ("mcmc", "tofu", "ft", "exhaustive")     # searches that otherwise
 
 def optcnn(graph, cluster: str, gpus: int):
     """OptCNN's single objective: the least additive time of FT's frontier (TensorOpt §5.1)."""
-    from dataclasses import replace
 
-    from stratagem.report.frontier_plot import additive_min_time
-    from stratagem.report.reproduce.common import frontier_and_points
     front, _ = frontier_and_points(context(graph, cluster, gpus))
     return replace(additive_min_time(front), algorithm="optcnn")
 
@@ -92,13 +94,11 @@ def fig6(settings: Settings) -> Outcome:
 
 
 def graph_batch(graph) -> int:
-    from stratagem.ir import Role
     inputs = [t for t in graph.tensors.values() if t.role is Role.INPUT and t.shape]
     return int(inputs[0].shape[0]) if inputs else 1
 
 
 def draw_throughput(path, curves):
-    from stratagem.report.plots import pyplot, save
     plt = pyplot()
     figure, axes = plt.subplots(1, len(curves), figsize=(3.6 * len(curves), 3.4), squeeze=False)
     for ax, ((model, cluster), methods) in zip(axes[0], curves.items()):
@@ -179,7 +179,6 @@ def fig9b(settings: Settings) -> Outcome:
 def draw_bars(path, bars, labels, ylabel):
     import numpy as np
 
-    from stratagem.report.plots import pyplot, save
     plt = pyplot()
     figure, ax = plt.subplots(figsize=(1.4 * len(bars) + 2, 3.4))
     x = np.arange(len(bars))

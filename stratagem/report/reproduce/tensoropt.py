@@ -18,7 +18,16 @@ from stratagem.report.reproduce.common import (
     POINT_COLUMNS, Outcome, Settings, cluster_variant, context, cross_node_bus_bandwidth, frontier_and_points,
     gib, knee_index, points_rows, scale_network, seconds, transformer_graph, zoo_graph,
 )
+from stratagem.cluster import load
+from stratagem.report.frontier_plot import baseline_points, draw_frontier
+from stratagem.report.plots import pyplot, save
 from stratagem.report.tables import Table
+from stratagem.search import baselines
+from stratagem.search.baselines import RestrictedOptions
+from stratagem.search.context import memory_cap
+from stratagem.search.ft import frontier_tracking
+from stratagem.search.ft_search import PLANNER_FT
+from stratagem.search.space import build_search_space
 
 CLUSTER = "v100-2x8"
 PAPER_DP_RNN = "TensorOpt §5.1: Data Parallel on RNN takes 109 GB and 39 s per iteration"
@@ -27,9 +36,6 @@ PAPER_DP_RNN = "TensorOpt §5.1: Data Parallel on RNN takes 109 GB and 39 s per 
 # ---- Fig. 6 --------------------------------------------------------------------------------------
 
 def fig6(settings: Settings) -> Outcome:
-    from stratagem.cluster import load
-    from stratagem.report.frontier_plot import baseline_points
-    from stratagem.search.planner import memory_cap
     models = ("rnn-tiny", "transformer-tiny") if settings.quick else ("rnn", "wideresnet", "transformer")
     devices = 2 if settings.quick else 16
     cluster = load(CLUSTER)
@@ -45,7 +51,7 @@ def fig6(settings: Settings) -> Outcome:
         for key, series in base.items():
             rows += points_rows(f"{name} {key}", series)
         notes += fig6_observations(name, points, base)
-    cap = memory_cap(cluster, devices, None)
+    cap = memory_cap(cluster, devices)
 
     def draw(path):
         return draw_panels(path, panels, cap, f"{CLUSTER}, {devices} GPUs")
@@ -102,8 +108,6 @@ def fig6_observations(model: str, points, baselines) -> list[str]:
 
 
 def draw_panels(path, panels, cap: float, subtitle: str):
-    from stratagem.report.frontier_plot import draw_frontier
-    from stratagem.report.plots import pyplot, save
     plt = pyplot()
     figure, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
     for ax, (name, (points, base)) in zip(axes[0], panels.items()):
@@ -144,7 +148,6 @@ def fig7_clusters(quick: bool):
 
 
 def fig7(settings: Settings) -> Outcome:
-    from stratagem.cluster import load
     quick = settings.quick
     devices, one_node = (2, 2) if quick else (16, 8)
     sizes = fig7_models(quick)
@@ -170,7 +173,6 @@ def fig7(settings: Settings) -> Outcome:
 
 
 def draw_series_panels(path, panels):
-    from stratagem.report.plots import pyplot, save
     plt = pyplot()
     figure, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
     for ax, (title, series) in zip(axes[0], panels.items()):
@@ -189,7 +191,6 @@ def draw_series_panels(path, panels):
 # ---- Fig. 8 --------------------------------------------------------------------------------------
 
 def fig8(settings: Settings) -> Outcome:
-    from stratagem.cluster import load
     models = ("transformer-tiny",) if settings.quick else ("wideresnet", "transformer")
     counts = (1, 2) if settings.quick else (1, 2, 4, 8, 16)
     cluster = load(CLUSTER)
@@ -242,19 +243,15 @@ def tensoropt_choice(front, cap_bytes: float):
 
 
 def least_times(graph, cluster, devices: int) -> dict[str, Fit]:
-    from stratagem.report.baselines import tofu_like
-    from stratagem.search import baselines
-    from stratagem.search.planner import device_memory_cap
     ctx = context(graph, cluster, devices)
-    cap = device_memory_cap(ctx)
+    cap = ctx.memory_cap_bytes
     front, _ = frontier_and_points(ctx)
     plans = {"TensorOpt": tensoropt_choice(front, cap), "Data Parallel": baselines.data_parallel(ctx),
-             "OptCNN": front.min_time, "ToFu": tofu_like(ctx)}
+             "OptCNN": front.min_time, "ToFu": baselines.tofu_like(ctx, RestrictedOptions(runnable=False))}
     return {label: Fit.of(plan, cap) for label, plan in plans.items()}
 
 
 def draw_fig8(path, curves):
-    from stratagem.report.plots import pyplot, save
     plt = pyplot()
     figure, axes = plt.subplots(1, len(curves), figsize=(5.2 * len(curves), 4.0), squeeze=False)
     styles = {"simulated": {}, "Eq. 3 only": {"mfc": "none"}, "no": {"marker": "x"}}
@@ -295,9 +292,6 @@ def table3(settings: Settings) -> Outcome:
 
 
 def ft_running_time(name: str, devices: int) -> tuple[str, ...]:
-    from stratagem.search.ft import frontier_tracking
-    from stratagem.search.planner import PLANNER_FT
-    from stratagem.search.space import build_search_space
     graph = zoo_graph(name)
     ctx = context(graph, CLUSTER, devices)
     start = time.perf_counter()

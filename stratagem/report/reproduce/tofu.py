@@ -16,8 +16,15 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
+from stratagem.cluster import load
+from stratagem.report.plots import pyplot, save
 from stratagem.report.reproduce.common import Outcome, Settings, context, gib, seconds, zoo_graph
+from stratagem.report.reproduce.greedy import allrow_greedy, largest_first
 from stratagem.report.tables import Table
+from stratagem.search.context import make_plan
+from stratagem.search.ft_search import FTSearchOptions, frontier
+from stratagem.search.planner import search
+from stratagem.search.registry import ALGORITHMS
 from stratagem.space import SpaceOptions
 
 CLUSTER = "k80-1x8"
@@ -28,8 +35,7 @@ ICML18 = SpaceOptions(allow_fewer_devices=False, allow_reduction=False, max_axes
 
 
 def has_tofu() -> bool:
-    from stratagem.search.planner import algorithms
-    return "tofu" in algorithms()
+    return "tofu" in ALGORITHMS
 
 
 def table1(settings: Settings) -> Outcome:
@@ -39,7 +45,6 @@ def table1(settings: Settings) -> Outcome:
     for name in settings.track(models, "models"):
         graph = zoo_graph(name)
         start = time.perf_counter()
-        from stratagem.search.planner import search
         plan = search(graph, CLUSTER, "tofu", devices=workers, runnable=False)
         search_s = time.perf_counter() - start
         rows.append((name, str(len(graph.ops)), f"{search_s:.1f}", PAPER_TABLE1.get(name, "-"),
@@ -84,29 +89,29 @@ def rnn_4_8k():
 
 def fig10_plans(ctx) -> dict[str, object]:
     """method -> Plan, or a string saying why there is none."""
-    from stratagem.report.reproduce.greedy import allrow_greedy, largest_first
-    from stratagem.report.baselines import restricted_frontier
-    from stratagem.search.planner import make_plan, search
     out: dict[str, object] = {
         "AllRow-Greedy": make_plan(ctx, allrow_greedy(ctx.model), "allrow-greedy"),
         "Spartan": make_plan(ctx, largest_first(ctx.model), "spartan-like"),
-        "EqualChop": replace(restricted_frontier(ctx, EQUAL_CHOP).min_time, algorithm="equal-chop"),
-        "ICML18": replace(restricted_frontier(ctx, ICML18).min_time, algorithm="icml18"),
+        "EqualChop": replace(papers_frontier(ctx, EQUAL_CHOP).min_time, algorithm="equal-chop"),
+        "ICML18": replace(papers_frontier(ctx, ICML18).min_time, algorithm="icml18"),
     }
     out["Tofu"] = search(ctx.graph, ctx.cluster, "tofu", devices=ctx.num_devices, runnable=False) if has_tofu() else \
-        "pending: search(..., algorithm='tofu') is not registered in planner.algorithms() yet"
+        "pending: search(..., algorithm='tofu') is not registered in search.registry yet"
     return out
 
 
+def papers_frontier(ctx, space):
+    """FT's frontier over a restricted space within the papers' whole space."""
+    return frontier(ctx, FTSearchOptions(space=space, runnable=False))
+
+
 def fig10(settings: Settings) -> Outcome:
-    from stratagem.cluster import load
-    from stratagem.search.planner import device_memory_cap
     workers = 4 if settings.quick else WORKERS
     cluster = load(CLUSTER)
     rows, bars = [], {}
     for label, build in settings.track(fig10_graphs(settings.quick), "models"):
         ctx = context(build(), cluster, workers)
-        cap = device_memory_cap(ctx)
+        cap = ctx.memory_cap_bytes
         for method, plan in fig10_plans(ctx).items():
             if isinstance(plan, str):
                 rows.append((label, method, plan, "-", "-", "-", "-"))
@@ -128,7 +133,6 @@ def fig10(settings: Settings) -> Outcome:
 def draw_fig10(path, bars):
     import numpy as np
 
-    from stratagem.report.plots import pyplot, save
     plt = pyplot()
     figure, axes = plt.subplots(1, len(bars), figsize=(4.6 * len(bars), 3.6), squeeze=False)
     for ax, (model, methods) in zip(axes[0], bars.items()):

@@ -1,0 +1,117 @@
+"""What every search takes and returns through, below all of them.
+
+    context(graph, cluster, devices, optimizer, memory_cap_bytes)  -> PlanningContext
+    make_plan(ctx, strategy, algorithm)   a strategy, priced (TensorOpt Eq. 3) and simulated: a Plan
+    NothingFits                           no plan fits the memory cap
+
+A search is `run(ctx, options) -> Plan` (search.registry); it finds the graph, the cluster, the
+cost model, the optimizer and the memory cap in the context, never as loose arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from stratagem import values
+from stratagem.cluster import Cluster, load
+from stratagem.cost import CostModel
+from stratagem.errors import ConfigError, StratagemError
+from stratagem.ir import Graph
+from stratagem.plan import Plan
+from stratagem.search.space import additive_cost
+from stratagem.sim.builder import Simulation
+from stratagem.space import Configuration, SpaceOptions
+
+MEMORY_SAFETY = 1.1       # TensorOpt §5.2: a 16 GB device plans for 16 / 1.1 = 14.5 GB
+
+
+class NothingFits(StratagemError):
+    """No plan fits the memory cap."""
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """The options of a search that takes none."""
+
+
+@dataclass(frozen=True)
+class PlanningContext:
+    graph: Graph
+    cluster: Cluster
+    cluster_name: str                  # as a plan file records it: a preset name or a file path
+    model: CostModel
+    optimizer: str
+    memory_cap_bytes: float            # per device: what a plan must fit in
+    zoo_name: str = ""
+
+    @property
+    def num_devices(self) -> int:
+        return self.model.num_devices
+
+
+def context(graph: Graph, cluster: Cluster | str, devices: int | None = None, optimizer: str = "adam",
+            memory_cap_bytes: float | str | None = None, model_options: Mapping[str, Any] | None = None
+            ) -> PlanningContext:
+    check_graph(graph)
+    loaded = cluster if isinstance(cluster, Cluster) else load(cluster)
+    model = CostModel(graph, loaded, optimizer=optimizer, num_devices=devices, **dict(model_options or {}))
+    name = cluster if isinstance(cluster, str) else loaded.name
+    cap = memory_cap(loaded, model.num_devices, memory_cap_bytes)
+    return PlanningContext(graph, loaded, name, model, optimizer, cap, graph.meta.get("zoo", ""))
+
+
+def check_graph(graph: Any) -> None:
+    if not isinstance(graph, Graph):
+        raise ConfigError("not a graph", expected="a Graph from sg.zoo.build(name) or sg.capture(module, inputs)",
+                          got=type(graph).__name__)
+
+
+def memory_cap(cluster: Cluster, devices: int, cap_bytes: float | str | None = None) -> float:
+    """The memory each device's plan must fit in: `cap_bytes` (bytes, or text such as 16GB), at
+    most the devices' memory; None: the least device memory / 1.1 (TensorOpt §5.2)."""
+    memory = min(cluster.device(d).spec.memory_bytes for d in range(devices))
+    if cap_bytes is None:
+        return memory / MEMORY_SAFETY
+    cap = values.size_bytes(cap_bytes, "memory cap")
+    if cap > memory:
+        raise ConfigError("memory cap is above the devices' memory",
+                          expected=f"at most {memory / 2**30:.2f} GiB (a {cluster.device(0).spec.kind} of cluster "
+                                   f"{cluster.name!r})", got=f"{cap / 2**30:.2f} GiB",
+                          hint="The cap is per device; to plan for devices with more memory, give a cluster "
+                               "file whose device.memory_bytes is larger")
+    return cap
+
+
+def runnable_space(space: SpaceOptions, runnable: bool) -> SpaceOptions:
+    """`space`, kept to what stratagem.runtime executes when `runnable` (the planner's default:
+    a plan it returns runs; runnable=False searches the papers' whole spaces)."""
+    return replace(space, runnable=True) if runnable else space
+
+
+def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algorithm: str,
+              reuse: Mapping[int, str] | None = None, details: Mapping[str, Any] | None = None) -> Plan:
+    """A simulated plan with both its additive and its simulated costs."""
+    reuse = dict(reuse or {})
+    mem, time = additive_cost(ctx.model, strategy, reuse)
+    edges = ctx.model.edges()
+    named_reuse = {f"{edges[k].tensor}:{edges[k].src_op}->{edges[k].dst_op}": option
+                   for k, option in reuse.items()}
+    sim_reuse = {(edges[k].tensor, edges[k].src_op, edges[k].dst_op): option for k, option in reuse.items()}
+    result = Simulation(ctx.model, strategy, sim_reuse).run()
+    plan = Plan(ctx.graph, ctx.cluster_name, ctx.num_devices, dict(strategy), additive_time_s=time,
+                additive_memory_bytes=mem, algorithm=algorithm, optimizer=ctx.optimizer,
+                reuse=named_reuse, model=ctx.zoo_name, details=dict(details or {}))
+    return plan.with_simulation(result)
+
+
+def least_time(plans: list[Plan], memory_cap_bytes: float) -> Plan:
+    """The least simulated time under the cap (TensorOpt §4.1's mini-time choice)."""
+    fitting = [p for p in plans if p.peak_memory_bytes <= memory_cap_bytes]
+    if not fitting:
+        least = min(p.peak_memory_bytes for p in plans)
+        raise NothingFits("no plan fits the memory cap", expected=f"peak memory <= {memory_cap_bytes / 2**30:.2f} GiB",
+                          got=f"the least any plan needs is {least / 2**30:.2f} GiB",
+                          hint="Raise --memory-cap, use more devices, or a smaller batch")
+    return min(fitting, key=lambda p: (p.iteration_time_s, p.peak_memory_bytes))

@@ -1,0 +1,86 @@
+"""Frontier Tracking as the planner runs it: the (peak memory, iteration time) frontier of plans
+(TensorOpt §3), and the `ft` search, its min-time end.
+
+    search space   coarsened groups, each with its anchor's configurations (search.space)
+    FT             search.ft over the space's cost problem; when hubs were fixed heuristically, a
+                   second pass fixes them as data parallel has them and the union's frontier is kept
+    plans          every point unrolled to a strategy and simulated (context.make_plan)
+    alternatives   data parallel, simulated, when it lies in the space: FT picks by additive costs,
+                   so the modes weigh it beside the frontier
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from stratagem.plan import Frontier, Plan
+from stratagem.search.context import PlanningContext, make_plan, runnable_space
+from stratagem.search.ft import FTOptions, frontier_tracking, merged
+from stratagem.search.space import FT_SPACE, SearchSpace, build_search_space
+from stratagem.search.strategies import data_parallel_strategy
+from stratagem.space import Configuration, SpaceOptions
+
+# FT as the planner runs it: frontiers thinned to 16 tuples (both ends kept exactly), and nodes with
+# edges across more than 24 groups fixed first (TensorOpt's heuristic elimination, for tied
+# embeddings and encoder outputs). FTOptions() is exact; the frontier records which it used.
+PLANNER_FT = FTOptions(max_width=16, hub_span=24)
+
+
+@dataclass(frozen=True)
+class FTSearchOptions:
+    space: SpaceOptions = field(default=FT_SPACE, metadata={"help": "the configurations each op may take"})
+    ft: FTOptions = field(default=PLANNER_FT, metadata={"help": "frontier tracking's limits (FTOptions() is exact)"})
+    runnable: bool = field(default=True, metadata={"help": "keep to what stratagem.runtime executes "
+                                                           "(False: the papers' whole space)"})
+
+
+def frontier(ctx: PlanningContext, options: FTSearchOptions = FTSearchOptions()) -> Frontier:
+    """The (peak memory, iteration time) frontier by Frontier Tracking (TensorOpt §3)."""
+    search_space = build_search_space(ctx.model, runnable_space(options.space, options.runnable))
+    data_parallel = data_parallel_strategy(ctx)
+    result = frontier_tracking(search_space.problem, options.ft)
+    baseline = search_space.index_of(data_parallel) if result.heuristic_fixes else None
+    if baseline is not None:        # a second pass that fixes hubs as data parallel has them
+        result = merged(result, frontier_tracking(search_space.problem, options.ft, prefer=baseline))
+    fixes = [{"op": search_space.groups[f.node].anchor, "config": str(search_space.configs[f.node][f.config]),
+              "reason": f.reason} for f in result.heuristic_fixes]
+    plans = []
+    for point in result.points:
+        strategy, reuse = search_space.strategy(point.assignment, point.options)
+        plans.append(make_plan(ctx, strategy, "ft", _non_default(ctx, strategy, reuse),
+                               {"heuristic_fixes": fixes} if fixes else None))
+    stats = dict(result.stats, groups=len(search_space.groups),
+                 configs_per_group=max(len(c) for c in search_space.configs),
+                 exact=options.ft.exact and not fixes, max_width=options.ft.max_width, hub_span=options.ft.hub_span)
+    return Frontier(plans, {"algorithm": "ft", "stats": stats, "heuristic_fixes": fixes},
+                    _alternatives(ctx, search_space, data_parallel))
+
+
+def ft(ctx: PlanningContext, options: FTSearchOptions = FTSearchOptions()) -> Plan:
+    """The frontier's point of least simulated time."""
+    return replace(frontier(ctx, options).min_time, algorithm="ft")
+
+
+def _alternatives(ctx: PlanningContext, search_space: SearchSpace, strategy: Mapping[str, Configuration]
+                  ) -> list[Plan]:
+    """Data parallel, simulated, when every op's configuration is in the searched space: FT picks
+    by additive (Eq. 3) costs, which add communication to compute where the simulator overlaps
+    them, so its min-time end can be slower than data parallel once simulated."""
+    member = {op: set(configs) for group_members in search_space.members
+              for op, configs in group_members.items()}
+    if any(strategy[op] not in member.get(op, ()) for op in strategy):
+        return []
+    return [make_plan(ctx, strategy, "data-parallel")]
+
+
+def _non_default(ctx: PlanningContext, strategy, reuse: Mapping[int, str]) -> dict[int, str]:
+    edges = ctx.model.edges()
+    out = {}
+    for k, option in reuse.items():
+        e = edges[k]
+        src = strategy[e.src_op] if e.src_op else None
+        cost = ctx.model.edge_cost(e.tensor, e.src_op, src, e.dst_op, strategy[e.dst_op])
+        if option and option != cost.default_reuse:
+            out[k] = option
+    return out

@@ -1,0 +1,79 @@
+"""The modes of TensorOpt §4.1, for any search: which plan a user gets.
+
+    plan_at(ctx, algorithm, options)   one device count: FT's frontier (and its alternatives) cut at
+                                       the memory cap, least time; any other search its plan.
+                                       Returns (plan, fits): the leanest plan when nothing fits.
+    mini_time          least time under the cap on the devices given
+    mini_parallelism   the fewest devices that fit (device counts from `device_counts`, ascending)
+    profiling          {device count: (plan, fits)}
+
+Modes choose by the simulated time and peak memory, which are what a plan will do; the additive
+(Eq. 3) costs stay on each plan beside them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from stratagem.cluster import Cluster
+from stratagem.plan import Frontier, Plan
+from stratagem.search import registry
+from stratagem.search.context import NothingFits, PlanningContext, least_time
+from stratagem.search.ft_search import frontier
+
+MODES = ("mini_time", "mini_parallelism", "profiling")
+Track = Callable[[Iterable[int], str], Iterable[int]]
+
+
+def mini_time(front: Frontier, memory_cap_bytes: float) -> Plan:
+    """The least simulated time under the cap over a frontier and its alternatives (data parallel,
+    simulated: a plan chosen is never slower than the simplest one); NothingFits when none fits."""
+    return least_time([*front, *front.alternatives], memory_cap_bytes)
+
+
+def plan_at(ctx: PlanningContext, algorithm: str = "ft", options: Any = None) -> tuple[Plan, bool]:
+    """The least-time plan of `algorithm` on the context's devices, and whether it fits the cap."""
+    if algorithm == "ft":
+        front = frontier(ctx, registry.make_options("ft", options))
+        try:
+            return mini_time(front, ctx.memory_cap_bytes), True
+        except NothingFits:
+            return front.min_memory, False
+    plan = registry.run(ctx, algorithm, options)
+    return plan, plan.peak_memory_bytes <= ctx.memory_cap_bytes
+
+
+def device_counts(cluster: Cluster, start: int = 1, stop: int | None = None) -> list[int]:
+    stop = stop or cluster.num_devices
+    counts, n = [], 1
+    while n <= stop:
+        if n >= start:
+            counts.append(n)
+        n *= 2
+    if stop not in counts and stop >= start:
+        counts.append(stop)
+    return counts
+
+
+def fewest_devices(contexts: Iterable[PlanningContext], algorithm: str = "ft", options: Any = None
+                   ) -> tuple[Plan, bool]:
+    """mini_parallelism: the first context (ascending device counts) whose plan fits; else the
+    last one's leanest plan, not fitting."""
+    last = None
+    for ctx in contexts:
+        last = plan_at(ctx, algorithm, options)
+        if last[1]:
+            return last
+    return last
+
+
+def by_device_count(contexts: Iterable[PlanningContext], algorithm: str = "ft", options: Any = None
+                    ) -> dict[int, tuple[Plan, bool]]:
+    """profiling: every context's plan and whether it fits."""
+    return {ctx.num_devices: plan_at(ctx, algorithm, options) for ctx in contexts}
+
+
+def fastest_fitting(table: dict[int, tuple[Plan, bool]]) -> Plan | None:
+    fitting = [plan for plan, fits in table.values() if fits]
+    return min(fitting, key=lambda p: (p.iteration_time_s, p.num_devices)) if fitting else None

@@ -1,0 +1,152 @@
+"""The classic strategies as strategies (one configuration per op), for the baseline searches
+(search.baselines), the expert strategies (search.expert), MCMC's starting points and FT's second
+pass: each a function of the planning context, nothing priced or simulated here.
+
+    data_parallel_strategy   every op splits its batch (sample) dim over all devices, or the
+                             reduction that reads the batch (a mean loss); ops with neither replicate
+    owt_strategy             Krizhevsky's one weird trick: data parallel but the fully-connected
+                             layers, whose output features split
+    model_parallel_strategy  each op whole on one device, contiguous runs balanced by compute time
+    mesh_tf_strategies       Mesh-TensorFlow's layouts: one mesh for every op, a logical dim split
+                             the same way everywhere (TensorOpt §4.2); ops with no dims (scalars)
+                             replicated over the mesh
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from stratagem.space import Configuration, Level, layout, ordered_factorizations
+
+
+def valid(analysis, config: Configuration) -> bool:
+    """`config` splits every dim it names evenly and regularly."""
+    for dim, k in config.degrees.items():
+        if analysis.dim(dim).size % k or not analysis.can_split(dim, k):
+            return False
+    return layout(analysis, config).is_regular
+
+
+def all_devices(ctx, dim: str | None) -> Configuration:
+    return Configuration((Level(dim, ctx.num_devices),))
+
+
+def batch_dim(analysis) -> str | None:
+    for d in analysis.dims:
+        if d.kind == "sample" and d.splittable:
+            return d.name
+    for d in analysis.dims:
+        if d.is_reduction and d.splittable and analysis.addresses_sample_dim(d.name):
+            return d.name
+    return None
+
+
+def split_or_replicate(ctx, op_name: str, dim: str | None) -> Configuration:
+    analysis = ctx.model.analyses[op_name]
+    if dim is not None:
+        config = all_devices(ctx, dim)
+        if valid(analysis, config):
+            return config
+    return all_devices(ctx, None)
+
+
+def data_parallel_strategy(ctx) -> dict[str, Configuration]:
+    return {op.name: split_or_replicate(ctx, op.name, batch_dim(ctx.model.analyses[op.name]))
+            for op in ctx.graph.ops}
+
+
+FULLY_CONNECTED = ("linear", "addmm", "mm", "matmul")
+
+
+def owt_strategy(ctx) -> dict[str, Configuration]:
+    """Krizhevsky's one weird trick: data parallel everywhere but the fully-connected layers,
+    which split their output features (model parallel). Other ops with weights (convolutions,
+    batch norm's affine) stay data parallel."""
+    strategy = data_parallel_strategy(ctx)
+    for op in ctx.graph.ops:
+        analysis = ctx.model.analyses[op.name]
+        params = [d.name for d in analysis.dims if d.kind == "parameter" and d.splittable]
+        if params and op.kind in FULLY_CONNECTED:
+            config = all_devices(ctx, params[0])
+            if valid(analysis, config):
+                strategy[op.name] = config
+    return strategy
+
+
+def model_parallel_strategy(ctx) -> dict[str, Configuration]:
+    ops = [op.name for op in ctx.graph.ops]
+    times = [ctx.model.op_cost(name, Configuration((), 0)).compute_time_s for name in ops]
+    return {name: Configuration((), device) for name, device in zip(ops, balanced_blocks(times, ctx.num_devices))}
+
+
+def balanced_blocks(times: list[float], parts: int) -> list[int]:
+    """Device of each item: contiguous runs with about equal total time, in order."""
+    total = float(sum(times)) or 1.0
+    out, acc = [], 0.0
+    for t in times:
+        out.append(min(int(acc / total * parts), parts - 1))
+        acc += t
+    return out
+
+
+def logical_dims(ctx) -> dict[tuple[str, str], int]:
+    """Class of every (op, dim): an op's index and every tensor dim it addresses as itself (x[b, k]
+    joins b with x's dim 0) are one logical dim, as a Mesh-TensorFlow dim name would be."""
+    graph, analyses = ctx.graph, ctx.model.analyses
+    parent: dict[tuple, tuple] = {}
+
+    def find(x):
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def union(a, b):
+        parent[find(a)] = find(b)
+
+    for op in graph.ops:
+        analysis = analyses[op.name]
+        for d in analysis.dims:
+            node = ("op", op.name, d.name)
+            find(node)
+            position = analysis.output_dim_index(d.name)
+            if position is not None:
+                for t in op.outputs:
+                    union(node, ("tensor", t, position))
+            for position, tensor_dim in analysis.direct_input_dims(d.name):
+                union(node, ("tensor", op.inputs[position], tensor_dim))
+    classes: dict[tuple, int] = {}
+    out = {}
+    for op in graph.ops:
+        for d in analyses[op.name].dims:
+            root = find(("op", op.name, d.name))
+            out[(op.name, d.name)] = classes.setdefault(root, len(classes))
+    return out
+
+
+def mesh_tf_strategies(ctx, max_axes: int = 2):
+    """Every Mesh-TensorFlow layout: a mesh shape and a distinct logical dim (or none) per axis."""
+    classes = logical_dims(ctx)
+    names = sorted(set(classes.values()))
+    by_op: dict[str, dict[int, str]] = {}
+    for (op, dim), c in classes.items():
+        by_op.setdefault(op, {})[c] = dim
+    for shape in ordered_factorizations(ctx.num_devices, max_axes):
+        for chosen in itertools.product([None, *names], repeat=len(shape)):
+            used = [c for c in chosen if c is not None]
+            if len(set(used)) != len(used):
+                continue
+            yield (shape, chosen), {op.name: _mesh_tf_config(ctx, op.name, by_op.get(op.name, {}), chosen, shape)
+                                    for op in ctx.graph.ops}
+
+
+def _mesh_tf_config(ctx, op: str, dims_of: dict[int, str], chosen, shape) -> Configuration:
+    """The op's configuration under one Mesh-TF layout: each axis splits the op's dim of the
+    axis's logical dim, or replicates (also where that split is not valid, and for scalars)."""
+    replicated = Configuration(tuple(Level(None, s) for s in shape))
+    analysis = ctx.model.analyses[op]
+    if not analysis.dims:
+        return replicated
+    config = Configuration(tuple(Level(dims_of.get(c) if c is not None else None, size)
+                                 for c, size in zip(chosen, shape)))
+    return config if valid(analysis, config) else replicated
