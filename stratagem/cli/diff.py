@@ -4,6 +4,11 @@ op whose configuration differs."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
+from stratagem.planfile import load_plan
+from stratagem.report.console import Console
+from stratagem.report.diff import diff_plans
+from stratagem.values import integer
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -13,12 +18,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dataclasses import replace
 
-    from stratagem.report.console import Console
-    from stratagem.report.diff import diff_plans
-    from stratagem.planfile import load_plan
-    from stratagem.values import integer
     top = None if args.top is None else integer(args.top, "--top (changed ops to list)", minimum=0)
     out = Console()
     result = diff_plans(load_plan(args.a), load_plan(args.b))

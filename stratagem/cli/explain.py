@@ -10,6 +10,12 @@ from __future__ import annotations
 import argparse
 
 from stratagem.report.explain import SORT_KEYS
+from stratagem.planfile import load_plan
+from stratagem.report import explain, picture
+from stratagem.report.console import Console
+from stratagem.report.plan_summary import plan_lines
+from stratagem.report.replay import model_of
+from stratagem.report.units import format_bytes, format_seconds
 
 
 # (argument, what it is, suffixes its writer can produce): checked before any work (cli.main)
@@ -24,12 +30,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stratagem.report import explain, picture
-    from stratagem.report.console import Console
-    from stratagem.report.plan_summary import plan_lines
-    from stratagem.planfile import load_plan
-    from stratagem.report.replay import model_of
-    from stratagem.report.units import format_bytes, format_seconds
     out = Console()
     plan = load_plan(args.plan)
     for line in plan_lines(plan):

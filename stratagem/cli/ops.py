@@ -20,6 +20,11 @@ from typing import Any
 from stratagem.tdl.analysis import Analysis, Split
 from stratagem.tdl.library import LIBRARY
 from stratagem.tdl.symbolic import SymInterval
+from rich.console import Console
+from rich.table import Table
+from stratagem.tdl import lookup
+from stratagem.tdl.expr import FULL
+from stratagem.tdl.regions import full_ranges, iter_accesses
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -54,7 +59,6 @@ def symbols(analysis: Analysis) -> dict[int, str]:
 
 def input_dims(analysis: Analysis) -> list[list[str]]:
     """Each input's dims as the symbol of the index that addresses it directly, else its size."""
-    from stratagem.tdl.regions import full_ranges, iter_accesses
     sym = symbols(analysis)
     found: list[list[str] | None] = [None] * len(analysis.desc.inputs)
     for out in analysis.desc.outputs:
@@ -74,7 +78,6 @@ def _named(dims: list[str]) -> int:
 
 def _dim_label(index: Any, size: int, sym: dict[int, str], extents) -> str:
     """The symbol of the index that walks the whole dim directly, else the dim's size."""
-    from stratagem.tdl.expr import FULL
     var = None if index is FULL else index.as_single_var()
     if var is None or var.uid not in sym or extents[var.uid] != size:
         return str(size)
@@ -132,8 +135,6 @@ def _listing() -> int:
 
 
 def _rich_listing(table: list[tuple[str, str]]) -> int:
-    from rich.console import Console
-    from rich.table import Table
     view = Table(title=f"TDL library: {len(LIBRARY)} ops at their example shapes", show_lines=False)
     view.add_column("op", overflow="fold")
     view.add_column("dims (kind, reduction -> placement)", overflow="fold")
@@ -146,7 +147,6 @@ def _rich_listing(table: list[tuple[str, str]]) -> int:
 # ---- one op in detail -------------------------------------------------------------------------------
 
 def _detail(name: str) -> int:
-    from stratagem.tdl import lookup
     opdef = lookup(name)
     print(f"{name}: {opdef.doc}")
     if opdef.example is None:

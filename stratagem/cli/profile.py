@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 from stratagem.errors import ConfigError
+from stratagem.space import SpaceOptions
 
 COMM_DEFAULTS = {"min_exp": 10, "max_exp": 24, "repeats": 10, "warmup": 2}
 
@@ -111,7 +112,6 @@ def resolve_model(name: str):
 
 def run_ops(args: argparse.Namespace) -> int:
     from stratagem.runtime.profile_ops import profile_graph
-    from stratagem.space import SpaceOptions
 
     graph = resolve_model(args.model)
     table = profile_graph(graph, args.devices, SpaceOptions(max_axes=args.max_axes), repeats=args.repeats,

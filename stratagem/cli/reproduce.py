@@ -9,6 +9,12 @@ paper clusters, as Markdown, CSV and PNG under docs/results/ (or --out).
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from stratagem.errors import ConfigError
+from stratagem.report import reproduce
+from stratagem.report.console import Console
+from stratagem.report.reproduce.common import Settings
+from stratagem.report.tables import Table
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -19,13 +25,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
-    from stratagem.errors import ConfigError
-    from stratagem.report import reproduce
-    from stratagem.report.console import Console
-    from stratagem.report.reproduce.common import Settings
-    from stratagem.report.tables import Table
     out = Console()
     table = reproduce.reproductions()
     if args.list or not args.name:

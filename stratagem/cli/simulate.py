@@ -9,6 +9,9 @@ or chrome://tracing).
 from __future__ import annotations
 
 import argparse
+from stratagem.planfile import load_plan
+from stratagem.report.console import Console
+from stratagem.report.simulate_report import simulate_plan
 
 
 # (argument, what it is, suffixes its writer can produce): checked before any work (cli.main)
@@ -21,9 +24,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from stratagem.report.console import Console
-    from stratagem.planfile import load_plan
-    from stratagem.report.simulate_report import simulate_plan
     out = Console()
     plan = load_plan(args.plan)
     with out.status(f"simulating {args.plan}"):

@@ -12,6 +12,7 @@ from typing import Any
 from stratagem.errors import GraphError
 from stratagem.ir.attrs import Attrs
 from stratagem.ir.tensor import Role, TensorSpec
+from stratagem.ir.printer import format_graph
 
 
 @dataclass(frozen=True)
@@ -151,5 +152,4 @@ class Graph:
         return len(self.ops)
 
     def __str__(self) -> str:
-        from stratagem.ir.printer import format_graph
         return format_graph(self)

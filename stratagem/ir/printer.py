@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from stratagem.ir.graph import Graph
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:                       # graph.py imports this module to print itself
+    from stratagem.ir.graph import Graph
 
 
 def format_graph(graph: "Graph", max_ops: int | None = None) -> str:

@@ -15,6 +15,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TypeVar
 
 from stratagem.report.tables import Table
+from rich.console import Console as RichConsole
+from rich.progress import track
+from rich.table import Table as RichTable
 
 T = TypeVar("T")
 
@@ -26,7 +29,6 @@ class Console:
 
     def _rich_console(self):
         if self._console is None:
-            from rich.console import Console as RichConsole
             self._console = RichConsole(highlight=False)
         return self._console
 
@@ -40,7 +42,6 @@ class Console:
         if not self.rich:
             print(table.to_text(), flush=True)
             return
-        from rich.table import Table as RichTable
         view = RichTable(title=table.title or None, title_justify="left")
         for i, column in enumerate(table.columns):
             view.add_column(column, justify="right" if table.right_aligned(i) else "left", overflow="fold")
@@ -62,6 +63,5 @@ class Console:
         if not self.rich:
             yield from items
             return
-        from rich.progress import track
         yield from track(items, description=description, total=total, console=self._rich_console(),
                          transient=True)

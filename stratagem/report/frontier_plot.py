@@ -21,6 +21,7 @@ from stratagem.report.tables import Table
 from stratagem.report.units import format_bytes, format_seconds
 from stratagem.search import baselines
 from stratagem.search.baselines import RestrictedOptions
+from stratagem.report.plots import pyplot, save
 
 GiB = 2 ** 30
 BASELINE_ORDER = ("data-parallel", "optcnn", "tofu-like", "mesh-tf")
@@ -98,7 +99,6 @@ def write_frontier_png(points: Sequence[FrontierPoint], baselines: Mapping[str, 
                        path: str | Path, title: str = "", memory_cap_bytes: float | None = None,
                        axes=None) -> Path | None:
     """One panel; with `axes` given, draw into it and leave saving to the caller."""
-    from stratagem.report.plots import pyplot, save
     plt = pyplot()
     figure = None
     if axes is None:

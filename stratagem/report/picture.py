@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stratagem.plan import Plan
+from stratagem.report.plots import pyplot, save
+import numpy as np
 
 ORDER = ("sample", "parameter", "attribute", "reduction", "replicated")
 LETTER = {"sample": "S", "parameter": "P", "attribute": "A", "reduction": "R", "replicated": "=",
@@ -76,8 +78,6 @@ def categories(cells: Mapping[str, OpCells]) -> list[str]:
 
 def write_picture_png(plan: Plan, cells: Mapping[str, OpCells], path: str | Path) -> Path:
     """ops x devices grid, a color per category, with a legend."""
-    import numpy as np
-    from stratagem.report.plots import pyplot, save
     plt = pyplot()
     ops = [op.name for op in plan.graph.ops]
     names = categories(cells)

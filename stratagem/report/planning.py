@@ -72,7 +72,7 @@ def planning_context(graph: Graph, request: PlanRequest, devices: int | None) ->
     return replace(ctx, cluster_name=cluster_reference(request.cluster))
 
 
-def device_counts(request: PlanRequest) -> list[int]:
+def counts_of(request: PlanRequest) -> list[int]:
     cluster = check_cluster(request.cluster, request.devices)
     return modes.device_counts(cluster, 1, cluster.device_count(request.devices))
 
@@ -94,7 +94,7 @@ def profile_devices(graph: Graph, request: PlanRequest, track: Track = lambda xs
 
 
 def _contexts(graph: Graph, request: PlanRequest, track: Track) -> Iterable[PlanningContext]:
-    return (planning_context(graph, request, n) for n in track(device_counts(request), "device counts"))
+    return (planning_context(graph, request, n) for n in track(counts_of(request), "device counts"))
 
 
 def frontier_with_context(graph: Graph, cluster_name: str, devices: int | None,
@@ -105,5 +105,5 @@ def frontier_with_context(graph: Graph, cluster_name: str, devices: int | None,
 
 
 __all__ = ["DEFAULT_CLUSTER", "PlanRequest", "build_graph", "check_algorithm", "check_cluster",
-           "cluster_reference", "device_counts", "fastest_fitting", "frontier_with_context", "plan_model",
+           "cluster_reference", "counts_of", "fastest_fitting", "frontier_with_context", "plan_model",
            "planning_context", "profile_devices"]

@@ -9,6 +9,7 @@ from stratagem.files import atomic_write_json
 from stratagem.plan import Plan
 from stratagem.report.tables import Table
 from stratagem.report.units import format_bytes, format_seconds
+from stratagem.report.replay import replay
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,5 @@ class SimulationReport:
 
 
 def simulate_plan(plan: Plan, cluster: str | None = None, with_trace: bool = False) -> SimulationReport:
-    from stratagem.report.replay import replay
     simulation = replay(plan, cluster)
     return SimulationReport(plan, cluster or plan.cluster, simulation.result(with_trace))

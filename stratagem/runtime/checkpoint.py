@@ -17,6 +17,7 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
 from stratagem.runtime.errors import ExecutionError
+from stratagem.ir import Role
 
 
 def save(model, optimizer, path: str | Path, step: int) -> None:
@@ -61,7 +62,6 @@ def _check_files(directory: Path, metadata) -> None:
 
 
 def _check_tensors(directory: Path, saved, plan) -> None:
-    from stratagem.ir import Role
     expected = {f"model.{spec.name}": spec.shape for spec in plan.graph.tensors_with_role(Role.WEIGHT)}
     for key, shape in sorted(expected.items()):
         if key not in saved:

@@ -34,6 +34,7 @@ from stratagem.tdl.expr import (
 from stratagem.tdl.indexing import (
     INT_DOMAIN, Affine, IndexCond, IndexExpr, IndexProduct, IndexVar, bounds, simplify,
 )
+from stratagem.tdl.regions import full_ranges, iter_accesses
 
 
 @dataclass(frozen=True, eq=False)
@@ -434,7 +435,6 @@ def map_accesses(value: Value, f: Callable[[Access], Access]) -> Value:
 
 
 def _check_bounds(desc: Description) -> None:
-    from stratagem.tdl.regions import full_ranges, iter_accesses
     for out in desc.outputs:
         for acc, ranges, _ in iter_accesses(out, full_ranges(desc)):
             if acc.pad is not None:

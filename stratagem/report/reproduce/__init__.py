@@ -20,6 +20,7 @@ from stratagem.errors import ConfigError
 from stratagem.report.reproduce import flexflow, tensoropt, tofu
 from stratagem.report.reproduce.common import Outcome, Settings, write_outcome, write_pending
 from stratagem.search.registry import ALGORITHMS
+import difflib
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,6 @@ def reproductions() -> dict[str, Reproduction]:
 def lookup(name: str) -> Reproduction:
     table = reproductions()
     if name not in table:
-        import difflib
         close = difflib.get_close_matches(name, table, n=3, cutoff=0.4)
         raise ConfigError(f"no reproduction {name!r}", expected=f"one of {', '.join(table)} or all", got=repr(name),
                           hint=("Did you mean " + " or ".join(close) + "? " if close else "")

@@ -22,6 +22,9 @@ from stratagem.report.frontier_plot import frontier_points
 from stratagem.report.tables import Table
 from stratagem.search.context import context
 from stratagem.search.ft_search import FTSearchOptions, frontier
+from stratagem.cluster import Cluster, parse_spec
+from stratagem.cluster.loader import PRESET_DIR
+import yaml
 
 COMMAND = "stratagem reproduce"
 
@@ -105,15 +108,12 @@ def transformer_graph(dim: int, heads: int, layers: int = 6, vocab: int = 37000,
 # ---- clusters ------------------------------------------------------------------------------------
 
 def preset_data(name: str) -> dict:
-    import yaml
 
-    from stratagem.cluster.loader import PRESET_DIR
     return yaml.safe_load((PRESET_DIR / f"{name}.yaml").read_text())
 
 
 def cluster_variant(base: str, name: str, edit: Callable[[dict], None]):
     """A preset's spec with `edit` applied to a copy of its data (bandwidths, NICs, fabrics, nodes)."""
-    from stratagem.cluster import Cluster, parse_spec
     data = copy.deepcopy(preset_data(base))
     edit(data)
     data["name"] = name

@@ -25,6 +25,7 @@ from stratagem.report.reproduce.common import Outcome, Settings, context, fronti
 from stratagem.report.tables import Table
 from stratagem.search.context import NothingFits
 from stratagem.search.planner import search
+import numpy as np
 
 MODELS = ("alexnet", "inception-v3", "resnet-101", "rnntc", "rnnlm", "nmt")
 PER_GPU_BATCH = {"alexnet": 256}
@@ -177,7 +178,6 @@ def fig9b(settings: Settings) -> Outcome:
 
 
 def draw_bars(path, bars, labels, ylabel):
-    import numpy as np
 
     plt = pyplot()
     figure, ax = plt.subplots(figsize=(1.4 * len(bars) + 2, 3.4))

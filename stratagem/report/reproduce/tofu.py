@@ -26,6 +26,8 @@ from stratagem.search.ft_search import FTSearchOptions, frontier
 from stratagem.search.planner import search
 from stratagem.search.registry import ALGORITHMS
 from stratagem.space import SpaceOptions
+import numpy as np
+import warnings
 
 CLUSTER = "k80-1x8"
 WORKERS = 8
@@ -60,7 +62,6 @@ def fig10_graphs(quick: bool):
 
 
 def _zoo_batch(name: str, batch: int):
-    import warnings
 
     from stratagem import zoo
     with warnings.catch_warnings():
@@ -71,7 +72,6 @@ def _zoo_batch(name: str, batch: int):
 def rnn_4_8k():
     """Tofu's RNN-4-8K: 4 LSTM layers of 8192, as the zoo's rnn-L-Hk (embedding 512, vocabulary 2,048,
     20 steps), batch 512."""
-    import warnings
 
     import torch
 
@@ -131,7 +131,6 @@ def fig10(settings: Settings) -> Outcome:
 
 
 def draw_fig10(path, bars):
-    import numpy as np
 
     plt = pyplot()
     figure, axes = plt.subplots(1, len(bars), figsize=(4.6 * len(bars), 3.6), squeeze=False)
