@@ -19,9 +19,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from stratagem.errors import ConfigError
-from stratagem.space.placement import (
-    REPLICATE, Partial, Placement, Shard, format_placements, gradient_placement,
-)
+from stratagem.space.placement import REPLICATE, Placement, format_placements, gradient_placement, parse_placement
 
 
 @dataclass(frozen=True)
@@ -156,16 +154,10 @@ def layout(analysis, config: Configuration) -> OpLayout:
                 per_input.append(REPLICATE)
             continue
         split = analysis.split(level.dim, config.degree(level.dim))
-        outputs.append(_parse(split.output_placement))
+        outputs.append(parse_placement(split.output_placement))
         for per_input, p in zip(inputs, split.placements):
-            per_input.append(None if p is None else _parse(p))
+            per_input.append(None if p is None else parse_placement(p))
     return OpLayout(config, tuple(tuple(p) for p in inputs), tuple(outputs),
                     tuple(level.dim is not None for level in config.levels))
 
 
-def _parse(text: str) -> Placement:
-    if text == "R":
-        return REPLICATE
-    if text.startswith("S("):
-        return Shard(int(text[2:-1]))
-    return Partial(text[2:-1])
