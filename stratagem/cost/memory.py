@@ -9,13 +9,13 @@
     temporary_bytes  = transient buffers (re-scheduling intermediates are on the edges)
 
 Which tensors an op keeps (`saved_tensors`): `Op.saved` when capture recorded it; otherwise the
-default rule below, after what PyTorch's autograd formulas keep (derivatives.yaml):
+default rule below, from the op's record (its `saves`, declared with the op in the TDL library
+after PyTorch's autograd formulas, derivatives.yaml; tdl.trace.SAVES):
   - nothing if no input needs a gradient (nothing to differentiate);
-  - nothing for ops whose gradient needs no values (`KEEPS_NOTHING`: add, sub, neg, views, cat);
-  - the output for ops whose gradient is written in their output (`KEEPS_OUTPUT`: softmax, relu,
-    sigmoid, tanh, exp);
-  - otherwise every input that is not a weight or buffer (a linear keeps x to form dW = x^T dY;
-    its weight is already counted in parameter_bytes).
+  - nothing for ops whose gradient needs no values (add, sub, neg, cat, every view);
+  - the output for ops whose gradient is written in their output (softmax, relu, sigmoid, tanh, exp);
+  - every input that is not a weight or buffer (a linear keeps x to form dW = x^T dY;
+    its weight is already counted in parameter_bytes), and for some ops (amax, pow) the output too.
 A weight belongs to the first op that reads it (ir.ownership.weight_owner); other readers get it over an edge.
 """
 
@@ -26,11 +26,9 @@ from dataclasses import dataclass
 from stratagem import values
 from stratagem.ir import Graph, Op
 from stratagem.ir.ownership import PARAMETER_ROLES
+from stratagem.tdl.library import LIBRARY
 
 OPTIMIZER_STATES = {"sgd": 0, "momentum": 1, "adam": 2, "adamw": 2}
-KEEPS_NOTHING = frozenset({"add", "sub", "neg", "cat", "merge", "reshape", "view", "transpose",
-                           "permute", "expand", "split", "slice", "identity", "flatten"})
-KEEPS_OUTPUT = frozenset({"softmax", "log_softmax", "relu", "sigmoid", "tanh", "exp"})
 
 
 @dataclass(frozen=True)
@@ -74,8 +72,9 @@ def saved_tensors(graph: Graph, op: Op) -> tuple[str, ...]:
         mine = set(op.inputs) | set(op.outputs)
         return tuple(t for t in dict.fromkeys(op.saved)
                      if t in mine and graph.tensors[t].role not in PARAMETER_ROLES)
-    if not any(t in graph.requires_grad for t in op.inputs) or op.kind in KEEPS_NOTHING:
+    saves = LIBRARY[op.kind].saves if op.kind in LIBRARY else "inputs"
+    if not any(t in graph.requires_grad for t in op.inputs) or saves == "nothing":
         return ()
-    if op.kind in KEEPS_OUTPUT:
-        return tuple(op.outputs)
-    return tuple(t for t in dict.fromkeys(op.inputs) if graph.tensors[t].role not in PARAMETER_ROLES)
+    inputs = tuple(t for t in dict.fromkeys(op.inputs) if graph.tensors[t].role not in PARAMETER_ROLES)
+    outputs = tuple(t for t in op.outputs if t not in inputs)
+    return {"output": outputs, "inputs": inputs}.get(saves, inputs + outputs)

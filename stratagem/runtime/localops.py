@@ -212,7 +212,7 @@ def _profiled_norm(kind: str):
     """A norm over a split normalized dim, as a profile request gives it: the whole row is
     normalized, then the local chunk of the weight (and bias) applied."""
     def impl(inputs, attrs, out_shape):
-        x, rest = inputs[0], [t for t in inputs[1:] if t is not None]
+        rest = [t for t in inputs[1:] if t is not None]
         if not rest or tuple(rest[0].shape) == tuple(attrs["normalized_shape"]):
             return TORCH_OPS[kind](inputs, attrs, out_shape)
         box = tuple((0, n) for n in out_shape)

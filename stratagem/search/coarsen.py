@@ -26,11 +26,8 @@ from dataclasses import dataclass
 from stratagem.ir import Graph, Op, Role
 from stratagem.space import Configuration, Level, Partial, Replicate, Shard, layout
 from stratagem.tdl.graphops import AnalysisCache, analysis_key
+from stratagem.tdl.library import LIBRARY
 
-SHAPE_KINDS = frozenset({
-    "reshape", "view", "flatten", "unflatten", "unsqueeze", "squeeze", "transpose", "permute",
-    "contiguous", "clone", "expand", "cast", "to_copy", "dropout", "alias", "identity", "t",
-})
 
 
 @dataclass(frozen=True)
@@ -41,7 +38,7 @@ class Group:
 
 
 def is_follower_kind(op: Op, analyses: AnalysisCache) -> bool:
-    if op.kind in SHAPE_KINDS:
+    if op.kind in LIBRARY and LIBRARY[op.kind].follows:      # shape and copy ops: the op's record
         return True
     analysis = analyses[op.name]
     return analysis.is_elementwise and not any(
@@ -131,5 +128,5 @@ def _valid(analysis, config: Configuration) -> bool:
     return layout(analysis, config).is_regular
 
 
-__all__ = ["Group", "coarsen", "derive_follower_config", "is_follower_kind", "SHAPE_KINDS",
+__all__ = ["Group", "coarsen", "derive_follower_config", "is_follower_kind",
            "Partial", "Replicate"]

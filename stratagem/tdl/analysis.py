@@ -31,7 +31,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
 
 from stratagem.errors import TDLError
 from stratagem.tdl.expr import FULL, Apply, Const, OpaqueResult, Reduce, Value, walk

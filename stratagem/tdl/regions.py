@@ -17,7 +17,7 @@ import numpy as np
 
 from stratagem.tdl.expr import FULL, Access, Apply, OpaqueResult, Reduce, Value, Where
 from stratagem.tdl.indexing import (
-    INT_DOMAIN, Affine, FloorDiv, IndexCond, IndexVar, Mod, atom_variables, bounds, evaluate,
+    INT_DOMAIN, Affine, FloorDiv, IndexCond, IndexVar, atom_variables, bounds, evaluate,
 )
 
 Ranges = dict[int, tuple[int, int]]         # uid -> inclusive (lo, hi)

@@ -138,6 +138,20 @@ class Description:
         return f"{self.op_name}({args}) = lambda {names}: {bodies}"
 
 
+# What an op's output is, when it is a PyTorch view of its input (it allocates nothing):
+#   "reshape"  reshape, flatten, unflatten: a view only of a contiguous input (else a copy)
+#   "strided"  transpose, permute, expand, ...: a view whose result is not contiguous
+#   "plain"    squeeze, unsqueeze, slicing: a view that keeps its input's contiguity
+VIEWS = ("reshape", "strided", "plain")
+# What autograd keeps for the op's backward (derivatives.yaml), when capture did not record it:
+#   "nothing"  its gradient needs no values (add, sub, neg, cat, every view)
+#   "output"   its gradient is written in its output (softmax, relu, sigmoid, tanh, exp)
+#   "inputs"   every input that is not a weight or buffer (a linear keeps x to form dW = x^T dY)
+#   "inputs_and_output"  both (amax, logsumexp, pow, prod, std)
+# (Buffers a kernel makes for its own backward, as max-pool indices, are neither and not counted.)
+SAVES = ("nothing", "output", "inputs", "inputs_and_output")
+
+
 @dataclass(frozen=True)
 class OpDef:
     """A library operator: its describing function and declaration."""
@@ -149,6 +163,17 @@ class OpDef:
     flops: Callable[..., float] | None = field(default=None, repr=False)
     doc: str = ""
     example: tuple[tuple[Any, ...], dict[str, Any]] | None = field(default=None, repr=False)
+    view: str | None = None        # its output is a PyTorch view of its input: VIEWS says which kind
+    saves: str = "inputs"          # what autograd keeps for its backward: SAVES
+    follows: bool = False          # a shape or copy op: coarsening groups it with its producer
+
+    def __post_init__(self) -> None:
+        if self.view not in (None, *VIEWS) or self.saves not in SAVES:
+            raise TDLError(f"op {self.name!r}: unknown view or saves", expected=f"view in {VIEWS}, saves in {SAVES}",
+                           got=f"view={self.view!r}, saves={self.saves!r}")
+        if self.view is not None and self.saves != "nothing":
+            raise TDLError(f"op {self.name!r} is a view, so its backward keeps nothing",
+                           expected='saves="nothing"', got=repr(self.saves))
 
     def describe_example(self) -> Description:
         """Trace at the declared example shapes (what `stratagem ops` lists)."""
@@ -228,19 +253,23 @@ class OpDef:
 
 def op(fn: Callable | None = None, *, name: str | None = None, weights: Sequence[str] = (),
        shape: Callable[..., Any] | None = None, flops: Callable[..., float] | None = None,
-       example: tuple[Sequence[Any], Mapping[str, Any]] | Sequence[Any] | None = None) -> Any:
+       example: tuple[Sequence[Any], Mapping[str, Any]] | Sequence[Any] | None = None,
+       view: str | None = None, saves: str | None = None, follows: bool = False) -> Any:
     """Declare an operator by what it computes. See the module docstring.
 
     `weights`: the tensor parameters that are weights. `shape(*inputs, **attrs)`: the output shape,
     when the accesses do not pin it (padding, concatenation). `flops(dims, input_shapes, **attrs)`:
     FLOPs of one worker from its local dim extents, when the description's own count would be wrong
     (gathers written as one-hot sums). `example`: input shapes, or (input shapes, attrs), to list.
+    `view`, `saves`, `follows`: the op's facts for memory, the simulator and coarsening (VIEWS,
+    SAVES above); a view saves nothing and follows its producer.
     """
 
     def wrap(f: Callable) -> OpDef:
         doc = inspect.getdoc(f) or ""
+        kept = saves or ("nothing" if view is not None else "inputs")
         return OpDef(name or f.__name__, f, frozenset(weights), shape, flops, doc.split("\n")[0],
-                     _normalize_example(example))
+                     _normalize_example(example), view, kept, follows)
 
     return wrap(fn) if fn is not None else wrap
 

@@ -228,7 +228,8 @@ CASES.update({
     "conv1d": _conv(1), "conv2d": _conv(2),
     "max_pool1d": _max_pool(1), "max_pool2d": _max_pool(2),
     "avg_pool1d": _avg_pool(1), "avg_pool2d": _avg_pool(2),
-    "adaptive_avg_pool1d": _adaptive(1), "adaptive_avg_pool2d": _adaptive(2),
+    "adaptive_avg_pool1d": lambda rng: [*_adaptive(1)(rng), Case(([2, size(rng), 6],), {"output_size": (3,)})],
+    "adaptive_avg_pool2d": _adaptive(2),
     "upsample_nearest2d": lambda rng: [Case(([2, size(rng), size(rng), size(rng)],), {"scale_factor": 2}),
                                        Case(([size(rng), 3, 2],), {"scale_factor": (3, 2)})],
 })

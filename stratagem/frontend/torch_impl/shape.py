@@ -55,7 +55,10 @@ def _to_copy(inputs, attrs, out_shape):
 
 
 def _as_strided(inputs, attrs, out_shape):
-    storage = inputs[0].clone(memory_format=torch.contiguous_format)
+    """A view, as in PyTorch, of the input laid out row-major from its first element (a copy of it
+    only when it is not laid out so)."""
+    x = inputs[0]
+    storage = x if x.is_contiguous() and x.storage_offset() == 0 else x.clone(memory_format=torch.contiguous_format)
     return torch.as_strided(storage, tuple(attrs["size"]), tuple(attrs["stride"]), attrs["storage_offset"])
 
 

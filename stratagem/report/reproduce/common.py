@@ -20,7 +20,6 @@ import numpy as np
 
 from stratagem.report.frontier_plot import frontier_points
 from stratagem.report.tables import Table
-from stratagem.search.context import context
 from stratagem.search.ft_search import FTSearchOptions, frontier
 from stratagem.cluster import Cluster, parse_spec
 from stratagem.cluster.loader import PRESET_DIR

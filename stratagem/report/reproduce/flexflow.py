@@ -21,7 +21,8 @@ from dataclasses import replace
 from stratagem.ir import Role
 from stratagem.report.frontier_plot import additive_min_time
 from stratagem.report.plots import pyplot, save
-from stratagem.report.reproduce.common import Outcome, Settings, context, frontier_and_points, seconds, zoo_graph
+from stratagem.report.reproduce.common import Outcome, Settings, frontier_and_points, seconds, zoo_graph
+from stratagem.search.context import context
 from stratagem.report.tables import Table
 from stratagem.search.context import NothingFits
 from stratagem.search.planner import search

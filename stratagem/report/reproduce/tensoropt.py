@@ -15,10 +15,11 @@ import time
 from dataclasses import dataclass, replace
 
 from stratagem.report.reproduce.common import (
-    POINT_COLUMNS, Outcome, Settings, cluster_variant, context, cross_node_bus_bandwidth, frontier_and_points,
+    POINT_COLUMNS, Outcome, Settings, cluster_variant, cross_node_bus_bandwidth, frontier_and_points,
     gib, knee_index, points_rows, scale_network, seconds, transformer_graph, zoo_graph,
 )
 from stratagem.cluster import load
+from stratagem.search.context import context
 from stratagem.report.frontier_plot import baseline_points, draw_frontier
 from stratagem.report.plots import pyplot, save
 from stratagem.report.tables import Table

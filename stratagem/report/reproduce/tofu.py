@@ -18,7 +18,8 @@ from dataclasses import replace
 
 from stratagem.cluster import load
 from stratagem.report.plots import pyplot, save
-from stratagem.report.reproduce.common import Outcome, Settings, context, gib, seconds, zoo_graph
+from stratagem.report.reproduce.common import Outcome, Settings, gib, seconds, zoo_graph
+from stratagem.search.context import context
 from stratagem.report.reproduce.greedy import allrow_greedy, largest_first
 from stratagem.report.tables import Table
 from stratagem.search.context import make_plan

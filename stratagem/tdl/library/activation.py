@@ -12,7 +12,7 @@ from stratagem.tdl.trace import op
 EXAMPLE = ([5, 6],)
 
 
-@op(example=EXAMPLE)
+@op(saves="output", example=EXAMPLE)
 def relu(x):
     """max(x, 0)"""
     return pointwise("relu", (x,), lambda v: maximum(v, 0.0))
@@ -35,7 +35,7 @@ def silu(x):
     return pointwise("silu", (x,), lambda v: v * _sigmoid(v))
 
 
-@op(example=EXAMPLE)
+@op(saves="output", example=EXAMPLE)
 def sigmoid(x):
     """1 / (1 + e^-x)"""
     return pointwise("sigmoid", (x,), _sigmoid)

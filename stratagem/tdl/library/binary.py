@@ -17,12 +17,12 @@ from stratagem.tdl.trace import OpDef, op
 EXAMPLE = ([5, 6], [6])
 
 
-def _binary(name: str, fn: Callable, doc: str) -> OpDef:
+def _binary(name: str, fn: Callable, doc: str, saves: str | None = None) -> OpDef:
     def describe(x, y):
         return pointwise(name, (x, y), fn)
 
     describe.__doc__ = doc
-    return op(name=name, example=EXAMPLE)(describe)
+    return op(name=name, example=EXAMPLE, saves=saves)(describe)
 
 
 def _divide(a, b, rounding_mode):
@@ -36,13 +36,13 @@ def _divide(a, b, rounding_mode):
                    got=repr(rounding_mode))
 
 
-@op(example=EXAMPLE)
+@op(saves="nothing", example=EXAMPLE)
 def add(x, y, *, alpha=1):
     """x + alpha * y"""
     return pointwise("add", (x, y), lambda a, b: a + b if alpha == 1 else a + alpha * b)
 
 
-@op(example=EXAMPLE)
+@op(saves="nothing", example=EXAMPLE)
 def sub(x, y, *, alpha=1):
     """x - alpha * y"""
     return pointwise("sub", (x, y), lambda a, b: a - b if alpha == 1 else a - alpha * b)
@@ -55,7 +55,7 @@ def div(x, y, *, rounding_mode=None):
 
 
 mul = _binary("mul", lambda a, b: a * b, "x * y")
-pow_ = _binary("pow", lambda a, b: a ** b, "x ** y")
+pow_ = _binary("pow", lambda a, b: a ** b, "x ** y", saves="inputs_and_output")
 maximum = _binary("maximum", tdl.maximum, "the larger of x and y (NaN if either is)")
 minimum = _binary("minimum", tdl.minimum, "the smaller of x and y (NaN if either is)")
 eq = _binary("eq", lambda a, b: a == b, "1 where x == y")

@@ -32,7 +32,7 @@ def _cat_shape(*xs, dim=0):
     return with_index(xs[0].shape, a, sum(t.shape[a] for t in xs))
 
 
-@op(shape=_cat_shape, example=(([4, 2], [4, 3], [4, 1]), {"dim": 1}))
+@op(saves="nothing", shape=_cat_shape, example=(([4, 2], [4, 3], [4, 1]), {"dim": 1}))
 def cat(*xs, dim=0):
     """Concatenate along dim: where(i < A, a[i], where(i < A + B, b[i - A], ...))."""
     a = _join_axis("cat", xs, dim, False)
@@ -55,7 +55,7 @@ def _stack_shape(*xs, dim=0):
     return (*xs[0].shape[:a], len(xs), *xs[0].shape[a:])
 
 
-@op(shape=_stack_shape, example=(([4, 3], [4, 3]), {"dim": 0}))
+@op(saves="nothing", shape=_stack_shape, example=(([4, 3], [4, 3]), {"dim": 0}))
 def stack(*xs, dim=0):
     """Join along a new dim: out[.., s, ..] = xs[s][..]."""
     a = _join_axis("stack", xs, dim, True)
@@ -83,7 +83,7 @@ def _slice_shape(x, *, dim=0, start=None, end=None, step=1):
     return with_index(x.shape, a, len(slice_range(x.shape[a], start, end, step)))
 
 
-@op(name="slice", shape=_slice_shape, example=(([4, 8],), {"dim": 1, "start": 2, "end": 7}))
+@op(view="plain", name="slice", shape=_slice_shape, example=(([4, 8],), {"dim": 1, "start": 2, "end": 7}))
 def slice_(x, *, dim=0, start=None, end=None, step=1):
     """out[.., i, ..] = x[.., start + step * i, ..] (Python slice bounds; also split pieces)."""
     a = axis(dim, x.ndim, "slice")
@@ -92,7 +92,7 @@ def slice_(x, *, dim=0, start=None, end=None, step=1):
                    lambda *idx: x[with_index(idx, a, picked.start + picked.step * idx[a])])
 
 
-@op(shape=lambda x, *, dim, start, length: with_index(x.shape, axis(dim, x.ndim, "narrow"), length),
+@op(view="plain", shape=lambda x, *, dim, start, length: with_index(x.shape, axis(dim, x.ndim, "narrow"), length),
     example=(([4, 8],), {"dim": 1, "start": 2, "length": 3}))
 def narrow(x, *, dim, start, length):
     """out[.., i, ..] = x[.., start + i, ..] for i < length."""
@@ -101,7 +101,7 @@ def narrow(x, *, dim, start, length):
     return Compute(names("d", range(x.ndim)), lambda *idx: x[with_index(idx, a, start + idx[a])])
 
 
-@op(example=(([4, 5, 6],), {"dim": 1, "index": -1}))
+@op(view="plain", example=(([4, 5, 6],), {"dim": 1, "index": -1}))
 def select(x, *, dim, index):
     """x with dim fixed at index (the dim is dropped)."""
     a = axis(dim, x.ndim, "select")
@@ -124,7 +124,7 @@ def _pad_pairs(x, pad):
     return pairs
 
 
-@op(shape=lambda x, *, pad, value=0.0: tuple(s + lo + hi for s, (lo, hi) in zip(x.shape, _pad_pairs(x, pad))),
+@op(saves="nothing", shape=lambda x, *, pad, value=0.0: tuple(s + lo + hi for s, (lo, hi) in zip(x.shape, _pad_pairs(x, pad))),
     example=(([4, 6],), {"pad": (1, 2)}))
 def pad(x, *, pad, value=0.0):  # noqa: A002 - ATen's argument name (constant_pad_nd)
     """Constant padding; pairs (left, right) from the last dim backward; negative pads crop."""
@@ -141,19 +141,19 @@ def _triangle(name, x, keep):
                    lambda *idx: where(keep(idx[-2], idx[-1]), x[idx], 0.0))
 
 
-@op(shape=lambda x, *, diagonal=0: x.shape, example=(([5, 6],), {"diagonal": 1}))
+@op(saves="nothing", shape=lambda x, *, diagonal=0: x.shape, example=(([5, 6],), {"diagonal": 1}))
 def triu(x, *, diagonal=0):
     """x where j - i >= diagonal over the last two dims, else 0."""
     return _triangle("triu", x, lambda i, j: j - i >= diagonal)
 
 
-@op(shape=lambda x, *, diagonal=0: x.shape, example=(([5, 6],), {"diagonal": 0}))
+@op(saves="nothing", shape=lambda x, *, diagonal=0: x.shape, example=(([5, 6],), {"diagonal": 0}))
 def tril(x, *, diagonal=0):
     """x where j - i <= diagonal over the last two dims, else 0 (a causal mask)."""
     return _triangle("tril", x, lambda i, j: j - i <= diagonal)
 
 
-@op(shape=lambda x, *, dims: x.shape, example=(([5, 6],), {"dims": (1,)}))
+@op(saves="nothing", shape=lambda x, *, dims: x.shape, example=(([5, 6],), {"dims": (1,)}))
 def flip(x, *, dims):
     """Reverse the listed dims: out[i] = x[n - 1 - i]."""
     flipped = axes(dims, x.ndim, "flip")
@@ -161,7 +161,7 @@ def flip(x, *, dims):
         x.shape[d] - 1 - i if d in flipped else i for d, i in enumerate(idx))])
 
 
-@op(shape=lambda x, *, shifts, dims: x.shape, example=(([5, 6],), {"shifts": (2,), "dims": (1,)}))
+@op(saves="nothing", shape=lambda x, *, shifts, dims: x.shape, example=(([5, 6],), {"shifts": (2,), "dims": (1,)}))
 def roll(x, *, shifts, dims):
     """out[i] = x[(i - shift) % n] along each listed dim."""
     shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
@@ -182,7 +182,7 @@ def _repeat_shape(x, *, repeats):
     return tuple(s * r for s, r in zip(shape, repeats))
 
 
-@op(shape=_repeat_shape, example=(([2, 3],), {"repeats": (2, 1, 2)}))
+@op(saves="nothing", shape=_repeat_shape, example=(([2, 3],), {"repeats": (2, 1, 2)}))
 def repeat(x, *, repeats):
     """Tile x: out[i] = x[i % n] per trailing dim (extra leading dims are new)."""
     out_rank = len(repeats)
@@ -197,7 +197,7 @@ def _repeat_interleave_shape(x, *, repeats, dim=None):
     return with_index(x.shape, a, x.shape[a] * repeats)
 
 
-@op(shape=_repeat_interleave_shape, example=(([2, 3, 4],), {"repeats": 2, "dim": 1}))
+@op(saves="nothing", shape=_repeat_interleave_shape, example=(([2, 3, 4],), {"repeats": 2, "dim": 1}))
 def repeat_interleave(x, *, repeats, dim=None):
     """Each element repeated `repeats` times along dim: out[i] = x[i // repeats] (dim=None:
     over the flattened input). LLaMA's GQA key/value expansion."""

@@ -24,7 +24,7 @@ def _along(x, a, idx, name):
     return m, Sum(Compute([name], lambda r: exp(at(r) - m)))
 
 
-@op(example=(([4, 6],), {"dim": -1}))
+@op(saves="output", example=(([4, 6],), {"dim": -1}))
 def softmax(x, *, dim):
     """exp(x - max) / Sum(exp(x - max)) along dim."""
     a = axis(dim, x.ndim, "softmax")
@@ -36,7 +36,7 @@ def softmax(x, *, dim):
     return Compute(names("d", range(x.ndim)), body)
 
 
-@op(example=(([4, 6],), {"dim": -1}))
+@op(saves="output", example=(([4, 6],), {"dim": -1}))
 def log_softmax(x, *, dim):
     """x - max - log(Sum(exp(x - max))) along dim."""
     a = axis(dim, x.ndim, "log_softmax")
@@ -84,7 +84,7 @@ def _attention_shapes(q, k, v, enable_gqa):
     return heads // kv_heads
 
 
-@op(flops=_attention_flops, shape=lambda q, k, v, attn_mask=None, **_: (*q.shape[:3], v.shape[3]),
+@op(saves="inputs_and_output", flops=_attention_flops, shape=lambda q, k, v, attn_mask=None, **_: (*q.shape[:3], v.shape[3]),
     example=(([2, 4, 5, 3], [2, 2, 6, 3], [2, 2, 6, 3]),
                                      {"is_causal": True, "enable_gqa": True}))
 def scaled_dot_product_attention(q, k, v, attn_mask=None, *, dropout_p=0.0, is_causal=False,
@@ -176,7 +176,7 @@ def gated_lstm_cell(x, hx, cx, w_ih, w_hh, b_ih=None, b_hh=None):
             lambda b, j: cell(b, j))
 
 
-@op(example=(([4, 6],), {"p": 0.25, "train": True}))
+@op(saves="nothing", follows=True, example=(([4, 6],), {"p": 0.25, "train": True}))
 def dropout(x, *, p=0.5, train=False, seed=0):
     """x / (1 - p) where uniform(seed, position) >= p, else 0; x itself when not training.
 

@@ -132,7 +132,7 @@ def batch_norm_stats(x):
     return Compute(["s", "c"], body)
 
 
-@op(weights=("running",), example=(([2, 3], [3]), {"which": 1, "momentum": 0.1, "count": 100}))
+@op(saves="nothing", weights=("running",), example=(([2, 3], [3]), {"which": 1, "momentum": 0.1, "count": 100}))
 def batch_norm_running(stats, running, *, which, momentum, count):
     """A running statistic's next value after one training step, as PyTorch's batch norm writes it."""
     if tuple(stats.shape) != (2, running.shape[0]) or which not in (0, 1) or count < 2:

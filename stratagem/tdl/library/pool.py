@@ -187,7 +187,7 @@ def adaptive_avg_pool3d(x, *, output_size):
     return avg_pool("adaptive_avg_pool3d", 3, x, kernel, kernel, 0, False, True, None)
 
 
-@op(shape=lambda x, *, scale_factor: (*x.shape[:-2], *(s * f for s, f in zip(
+@op(saves="nothing", shape=lambda x, *, scale_factor: (*x.shape[:-2], *(s * f for s, f in zip(
         x.shape[-2:], ints(scale_factor, 2, "upsample_nearest2d", "scale_factor")))),
     example=(([2, 3, 4, 5],), {"scale_factor": 2}))
 def upsample_nearest2d(x, *, scale_factor):

@@ -62,7 +62,7 @@ def _reduction_shape(x, *, dim=None, keepdim=False, **_):
     return Reduction("reduction", x, dim, keepdim).out_shape()
 
 
-def _reduce_op(name: str, reducer: Callable, doc: str, post: Callable | None = None):
+def _reduce_op(name: str, reducer: Callable, doc: str, post: Callable | None = None, saves: str = "inputs"):
     def describe(x, *, dim=None, keepdim=False):
         red = Reduction(name, x, dim, keepdim)
 
@@ -73,14 +73,15 @@ def _reduce_op(name: str, reducer: Callable, doc: str, post: Callable | None = N
         return red.compute(body)
 
     describe.__doc__ = doc
-    return op(name=name, shape=_reduction_shape, example=EXAMPLE)(describe)
+    return op(name=name, shape=_reduction_shape, example=EXAMPLE, saves=saves)(describe)
 
 
-sum_ = _reduce_op("sum", Sum, "Sum over dims")
-mean = _reduce_op("mean", Sum, "Sum over dims / their element count", lambda v, red: v / float(red.count))
-amax = _reduce_op("amax", Max, "Max over dims")
-amin = _reduce_op("amin", Min, "Min over dims")
-prod = _reduce_op("prod", Prod, "Product over dims")
+sum_ = _reduce_op("sum", Sum, "Sum over dims", saves="nothing")
+mean = _reduce_op("mean", Sum, "Sum over dims / their element count", lambda v, red: v / float(red.count),
+                  saves="nothing")
+amax = _reduce_op("amax", Max, "Max over dims", saves="inputs_and_output")
+amin = _reduce_op("amin", Min, "Min over dims", saves="inputs_and_output")
+prod = _reduce_op("prod", Prod, "Product over dims", saves="inputs_and_output")
 
 
 def _any_all(name: str, reducer: Callable, doc: str):
@@ -109,14 +110,14 @@ def var(x, *, dim=None, correction=1, keepdim=False):
     return red.compute(lambda *idx: _variance(red, idx, correction))
 
 
-@op(shape=_reduction_shape, example=EXAMPLE)
+@op(saves="inputs_and_output", shape=_reduction_shape, example=EXAMPLE)
 def std(x, *, dim=None, correction=1, keepdim=False):
     """sqrt of var."""
     red = Reduction("std", x, dim, keepdim)
     return red.compute(lambda *idx: sqrt(_variance(red, idx, correction)))
 
 
-@op(shape=_reduction_shape, example=EXAMPLE)
+@op(saves="inputs_and_output", shape=_reduction_shape, example=EXAMPLE)
 def logsumexp(x, *, dim, keepdim=False):
     """log(Sum(exp(x))) over dims, computed stably as m + log(Sum(exp(x - m))), m the max."""
     red = Reduction("logsumexp", x, dim, keepdim)
@@ -165,14 +166,14 @@ def _dim_op(name: str, extreme: Callable, doc: str):
         return values, positions
 
     describe.__doc__ = doc
-    return op(name=name, shape=_reduction_shape, example=(([4, 5, 6],), {"dim": 1}))(describe)
+    return op(name=name, shape=_reduction_shape, example=(([4, 5, 6],), {"dim": 1}), saves="output")(describe)
 
 
 max_dim = _dim_op("max_dim", Max, "(values, indices) of the max along one dim (aten max.dim)")
 min_dim = _dim_op("min_dim", Min, "(values, indices) of the min along one dim (aten min.dim)")
 
 
-@op(shape=lambda x, *, dim: x.shape, example=(([4, 6],), {"dim": 1}))
+@op(saves="nothing", shape=lambda x, *, dim: x.shape, example=(([4, 6],), {"dim": 1}))
 def cumsum(x, *, dim):
     """out[.., i, ..] = Sum(t <= i: x[.., t, ..])"""
     a = axis(dim, x.ndim, "cumsum")

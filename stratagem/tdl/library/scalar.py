@@ -16,33 +16,33 @@ from stratagem.tdl.trace import OpDef, op
 EXAMPLE = ([5, 6],)
 
 
-def _with_other(name: str, fn: Callable, doc: str) -> OpDef:
+def _with_other(name: str, fn: Callable, doc: str, saves: str | None = None) -> OpDef:
     def describe(x, *, other):
         return pointwise(name, (x,), lambda v: fn(v, other))
 
     describe.__doc__ = doc
-    return op(name=name, example=(EXAMPLE, {"other": 0.5}))(describe)
+    return op(name=name, example=(EXAMPLE, {"other": 0.5}), saves=saves)(describe)
 
 
-@op(example=(EXAMPLE, {"other": 2.0}))
+@op(saves="nothing", example=(EXAMPLE, {"other": 2.0}))
 def add_scalar(x, *, other, alpha=1):
     """x + alpha * other"""
     return pointwise("add_scalar", (x,), lambda v: v + alpha * other)
 
 
-@op(example=(EXAMPLE, {"other": 2.0}))
+@op(saves="nothing", example=(EXAMPLE, {"other": 2.0}))
 def sub_scalar(x, *, other, alpha=1):
     """x - alpha * other"""
     return pointwise("sub_scalar", (x,), lambda v: v - alpha * other)
 
 
-@op(example=(EXAMPLE, {"other": 1.0}))
+@op(saves="nothing", example=(EXAMPLE, {"other": 1.0}))
 def rsub_scalar(x, *, other, alpha=1):
     """other - alpha * x (BERT's 1 - mask)"""
     return pointwise("rsub_scalar", (x,), lambda v: other - alpha * v)
 
 
-@op(example=(EXAMPLE, {"other": 8.0}))
+@op(saves="nothing", example=(EXAMPLE, {"other": 8.0}))
 def div_scalar(x, *, other, rounding_mode=None):
     """x / other, optionally rounded ('trunc' or 'floor')."""
     return pointwise("div_scalar", (x,), lambda v: _divide(v, tdl.Const(float(other)), rounding_mode))
@@ -54,7 +54,7 @@ def pow_scalar(x, *, exponent):
     return pointwise("pow_scalar", (x,), lambda v: v ** exponent)
 
 
-@op(example=(EXAMPLE, {"base": 2.0}))
+@op(saves="inputs_and_output", example=(EXAMPLE, {"base": 2.0}))
 def rpow_scalar(x, *, base):
     """base ** x"""
     return pointwise("rpow_scalar", (x,), lambda v: tdl.Const(float(base)) ** v)
@@ -69,13 +69,14 @@ def clamp(x, *, min=None, max=None):  # noqa: A002 - ATen's argument names
     return pointwise("clamp", (x,), fn)
 
 
-mul_scalar = _with_other("mul_scalar", lambda v, s: v * s, "x * other")
+mul_scalar = _with_other("mul_scalar", lambda v, s: v * s, "x * other", saves="nothing")
 eq_scalar = _with_other("eq_scalar", lambda v, s: v == s, "1 where x == other")
 ne_scalar = _with_other("ne_scalar", lambda v, s: v != s, "1 where x != other")
 lt_scalar = _with_other("lt_scalar", lambda v, s: v < s, "1 where x < other")
 le_scalar = _with_other("le_scalar", lambda v, s: v <= s, "1 where x <= other")
 gt_scalar = _with_other("gt_scalar", lambda v, s: v > s, "1 where x > other")
 ge_scalar = _with_other("ge_scalar", lambda v, s: v >= s, "1 where x >= other")
-fmod_scalar = _with_other("fmod_scalar", lambda v, s: tdl.apply("fmod", v, s), "C fmod(x, other)")
+fmod_scalar = _with_other("fmod_scalar", lambda v, s: tdl.apply("fmod", v, s), "C fmod(x, other)",
+                          saves="nothing")
 remainder_scalar = _with_other("remainder_scalar", lambda v, s: tdl.apply("remainder", v, s),
-                               "x mod other with the sign of other")
+                               "x mod other with the sign of other", saves="nothing")

@@ -44,7 +44,7 @@ def scatter_add(x, index, src, *, dim):
     return Compute(names("d", range(x.ndim)), body)
 
 
-@op(shape=lambda x, src, **_: x.shape, example=(([4, 8], [4, 3]), {"dim": 1, "start": 2, "end": 5}))
+@op(saves="nothing", shape=lambda x, src, **_: x.shape, example=(([4, 8], [4, 3]), {"dim": 1, "start": 2, "end": 5}))
 def slice_scatter(x, src, *, dim=0, start=None, end=None, step=1):
     """x with x[.., start:end, ..] replaced by src. A step > 1 is not described: its positions
     alternate between x and src, and a box of src per worker would over-fetch."""
@@ -64,7 +64,7 @@ def slice_scatter(x, src, *, dim=0, start=None, end=None, step=1):
     return Compute(names("d", range(x.ndim)), body)
 
 
-@op(shape=lambda x, src, **_: x.shape, example=(([4, 5, 6], [4, 6]), {"dim": 1, "index": 2}))
+@op(saves="nothing", shape=lambda x, src, **_: x.shape, example=(([4, 5, 6], [4, 6]), {"dim": 1, "index": 2}))
 def select_scatter(x, src, *, dim, index):
     """x with x[.., index, ..] (along dim) replaced by src."""
     a = axis(dim, x.ndim, "select_scatter")

@@ -80,7 +80,7 @@ def reshaped(x, out_shape) -> Compute:
     return Compute(names("d", range(len(out_shape))), body)
 
 
-@op(shape=lambda x, *, shape: resolve_shape("reshape", numel(x.shape), shape),
+@op(view="reshape", follows=True, shape=lambda x, *, shape: resolve_shape("reshape", numel(x.shape), shape),
     example=(([4, 6],), {"shape": (4, 2, 3)}))
 def reshape(x, *, shape):
     """The same elements in row-major order, in a new shape (view, reshape, _unsafe_view)."""
@@ -96,7 +96,7 @@ def _flatten_shape(x, start_dim=0, end_dim=-1):
     return (*x.shape[:s], numel(x.shape[s:e + 1]), *x.shape[e + 1:])
 
 
-@op(shape=_flatten_shape, example=(([2, 3, 4, 5],), {"start_dim": 1}))
+@op(view="reshape", follows=True, shape=_flatten_shape, example=(([2, 3, 4, 5],), {"start_dim": 1}))
 def flatten(x, *, start_dim=0, end_dim=-1):
     """Merge dims start_dim..end_dim into one."""
     return reshaped(x, _flatten_shape(x, start_dim, end_dim))
@@ -108,7 +108,7 @@ def _unflatten_shape(x, dim, sizes):
     return (*x.shape[:a], *inner, *x.shape[a + 1:])
 
 
-@op(shape=_unflatten_shape, example=(([2, 12],), {"dim": 1, "sizes": (3, -1)}))
+@op(view="reshape", follows=True, shape=_unflatten_shape, example=(([2, 12],), {"dim": 1, "sizes": (3, -1)}))
 def unflatten(x, *, dim, sizes):
     """Split dim into sizes (one may be -1)."""
     return reshaped(x, _unflatten_shape(x, dim, sizes))
@@ -119,7 +119,7 @@ def _unsqueeze_shape(x, dim):
     return (*x.shape[:a], 1, *x.shape[a:])
 
 
-@op(shape=_unsqueeze_shape, example=(([4, 6],), {"dim": 1}))
+@op(view="plain", follows=True, shape=_unsqueeze_shape, example=(([4, 6],), {"dim": 1}))
 def unsqueeze(x, *, dim):
     """Insert a size-1 dim at dim."""
     return reshaped(x, _unsqueeze_shape(x, dim))
@@ -130,7 +130,7 @@ def _squeeze_shape(x, dim=None):
     return tuple(s for d, s in enumerate(x.shape) if not (d in dims and s == 1))
 
 
-@op(shape=_squeeze_shape, example=(([4, 1, 6],), {"dim": 1}))
+@op(view="plain", follows=True, shape=_squeeze_shape, example=(([4, 1, 6],), {"dim": 1}))
 def squeeze(x, *, dim=None):
     """Drop size-1 dims (those listed in dim, or all)."""
     return reshaped(x, _squeeze_shape(x, dim))
@@ -149,7 +149,7 @@ def _expand_shape(x, size):
     return out
 
 
-@op(shape=_expand_shape, example=(([4, 1],), {"size": (3, 4, 6)}))
+@op(view="strided", follows=True, shape=_expand_shape, example=(([4, 1],), {"size": (3, 4, 6)}))
 def expand(x, *, size):
     """Broadcast x to size (-1 keeps a dim); size-1 dims are read at index 0."""
     out = _expand_shape(x, size)
@@ -166,7 +166,7 @@ def _permuted(x, order):
     return Compute(names("d", range(x.ndim)), body)
 
 
-@op(example=(([4, 5, 6],), {"dim0": 1, "dim1": 2}))
+@op(view="strided", follows=True, example=(([4, 5, 6],), {"dim0": 1, "dim1": 2}))
 def transpose(x, *, dim0, dim1):
     """Swap two dims."""
     order = list(range(x.ndim))
@@ -175,7 +175,7 @@ def transpose(x, *, dim0, dim1):
     return _permuted(x, order)
 
 
-@op(example=(([4, 5, 6],), {"dims": (2, 0, 1)}))
+@op(view="strided", follows=True, example=(([4, 5, 6],), {"dims": (2, 0, 1)}))
 def permute(x, *, dims):
     """Reorder dims: output dim i is input dim dims[i]."""
     order = [axis(d, x.ndim, "permute") for d in dims]
@@ -188,19 +188,19 @@ def _identity(x):
     return Compute(names("d", range(x.ndim)), lambda *idx: x[idx])
 
 
-@op(example=([4, 6],))
+@op(view="reshape", follows=True, example=([4, 6],))
 def contiguous(x):
-    """The same values (a copy in row-major layout)."""
+    """The same values: its input itself when laid out row-major (a view), else a row-major copy."""
     return _identity(x)
 
 
-@op(example=([4, 6],))
+@op(saves="nothing", follows=True, example=([4, 6],))
 def clone(x):
     """The same values (a copy; also aten alias, detach)."""
     return _identity(x)
 
 
-@op(example=(([4, 6],), {"dtype": "bfloat16"}))
+@op(follows=True, example=(([4, 6],), {"dtype": "bfloat16"}))
 def to_copy(x, *, dtype=None):
     """x cast to dtype (a torch dtype name): integer types truncate, bool tests for nonzero,
     floating types keep the value (the TDL computes in reals)."""
@@ -224,7 +224,7 @@ def _diagonal_shape(x, *, offset=0, dim1=0, dim2=1):
     return (*(s for d, s in enumerate(x.shape) if d not in (a, b)), length)
 
 
-@op(shape=_diagonal_shape, example=(([3, 5, 6],), {"offset": 1, "dim1": 1, "dim2": 2}))
+@op(view="strided", shape=_diagonal_shape, example=(([3, 5, 6],), {"offset": 1, "dim1": 1, "dim2": 2}))
 def diagonal(x, *, offset=0, dim1=0, dim2=1):
     """out[.., k] = x[.., k + max(-offset, 0) at dim1, .., k + max(offset, 0) at dim2, ..]."""
     a, b, _ = _diagonal_length(x, offset, dim1, dim2)
@@ -241,7 +241,7 @@ def diagonal(x, *, offset=0, dim1=0, dim2=1):
     return Compute([*names("d", kept), "k"], body)
 
 
-@op(shape=lambda x, *, size, stride, storage_offset=0: tuple(size),
+@op(view="strided", shape=lambda x, *, size, stride, storage_offset=0: tuple(size),
     example=(([4, 6],), {"size": (3, 4), "stride": (6, 1), "storage_offset": 2}))
 def as_strided(x, *, size, stride, storage_offset=0):
     """out[idx] = the element at storage position storage_offset + sum(idx * stride) of x laid out
