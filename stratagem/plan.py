@@ -1,10 +1,16 @@
 """Plans (a strategy with its predicted costs) and frontiers, as values and as JSON files.
 
 A plan file carries `format_version`, the graph it was made for (so `simulate` and `explain` need
-no model code), the cluster, the strategy (per op: its device block and mesh axes), the tensor-reuse
-choices, and both costs: the additive one of TensorOpt Eq. 3 (`additive_time_s`,
-`additive_memory_bytes`) and the simulated one (`iteration_time_s`, `peak_memory_bytes`).
-Writes go to a temporary file first and are renamed into place, so a crash never leaves half a plan.
+no model code), the cluster, the strategy (space.Strategy: per op its device block and mesh axes,
+per edge its tensor-reuse choice), and both costs: the additive one of TensorOpt Eq. 3
+(`additive_time_s`, `additive_memory_bytes`) and the simulated one (`iteration_time_s`,
+`peak_memory_bytes`). Writes go to a temporary file first and are renamed into place, so a crash
+never leaves half a plan.
+
+Versions: 2 (this one) nests the strategy's dimensions under "strategy" ({"ops": ..., "reuse": ...});
+1 had the per-op configurations as "strategy" and "reuse" beside it. A version-1 file is read by
+migrating it (`migrate`); a newer version is refused with what to do. A new strategy dimension is a
+new key under "strategy", a version up, and a migration step from the last version.
 """
 
 from __future__ import annotations
@@ -19,9 +25,9 @@ from stratagem.errors import ConfigError, StratagemError
 from stratagem.fields import Fields
 from stratagem.files import atomic_write_json, parse_json, read_text
 from stratagem.ir import Graph, graph_from_dict, graph_to_dict
-from stratagem.space import Configuration, Level, check_strategy
+from stratagem.space import Configuration, Edge, Level, Strategy, as_strategy, check_strategy
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -29,16 +35,18 @@ class Plan:
     graph: Graph = field(repr=False)
     cluster: str                                   # preset name or cluster file path
     num_devices: int
-    strategy: Mapping[str, Configuration] = field(repr=False)
+    strategy: Strategy = field(repr=False)           # a per-op mapping is made a Strategy
     iteration_time_s: float = float("nan")         # simulated
     peak_memory_bytes: float = float("nan")        # simulated, largest device
     additive_time_s: float = float("nan")          # TensorOpt Eq. 3
     additive_memory_bytes: float = float("nan")
     algorithm: str = ""
     optimizer: str = "adam"
-    reuse: Mapping[str, str] = field(default_factory=dict, repr=False)   # "tensor:src->dst" -> option
     model: str = ""                                # zoo name when built from the zoo
     details: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "strategy", as_strategy(self.strategy))
 
     def with_simulation(self, result) -> "Plan":
         details = dict(self.details)
@@ -62,8 +70,7 @@ class Plan:
             "algorithm": self.algorithm, "iteration_time_s": self.iteration_time_s,
             "peak_memory_bytes": self.peak_memory_bytes, "additive_time_s": self.additive_time_s,
             "additive_memory_bytes": self.additive_memory_bytes,
-            "strategy": {op: config_to_dict(c) for op, c in self.strategy.items()},
-            "reuse": dict(self.reuse), "details": dict(self.details),
+            "strategy": strategy_to_dict(self.strategy), "details": dict(self.details),
         }
         if with_graph:
             out["graph"] = graph_to_dict(self.graph)
@@ -72,15 +79,14 @@ class Plan:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], graph: Graph | None = None, source: str = "plan file") -> "Plan":
         """A plan from its JSON record; every field checked, a bad one named (`source`: the file)."""
-        top = Fields.of(data, source)
-        _check_version(top)
+        top = Fields.of(migrate(Fields.of(data, source)), source)
         graph = graph or _graph(top)
         num_devices = top.integer("num_devices")
         strategy = _strategy(top.sub("strategy"), graph, num_devices)
         return cls(graph, top.text("cluster"), num_devices, strategy, _recorded(top, "iteration_time_s"),
                    _recorded(top, "peak_memory_bytes"), _recorded(top, "additive_time_s", NAN),
                    _recorded(top, "additive_memory_bytes", NAN), _string(top, "algorithm"),
-                   top.text("optimizer", "adam"), _string_map(top, "reuse"), _string(top, "model"),
+                   top.text("optimizer", "adam"), _string(top, "model"),
                    dict(top.sub("details").data) if top.has("details") else {})
 
     def save(self, path: str | Path) -> None:
@@ -132,11 +138,15 @@ class Frontier(Sequence):
 
     @classmethod
     def load(cls, path: str | Path) -> "Frontier":
-        top = Fields.of(read_json(path), str(path))
-        _check_version(top)
+        top = Fields.of(migrate(Fields.of(read_json(path), str(path))), str(path))
         graph = _graph(top) if top.raw("graph", None) is not None else None
         details = top.sub("details").data if top.has("details") else {}
         return cls(_plans(top, "plans", graph), details, _plans(top, "alternatives", graph, []))
+
+
+def strategy_to_dict(strategy: Strategy) -> dict[str, Any]:
+    return {"ops": {op: config_to_dict(c) for op, c in strategy.ops.items()},
+            "reuse": {str(edge): option for edge, option in strategy.reuse.items()}}
 
 
 def config_to_dict(config: Configuration) -> dict[str, Any]:
@@ -175,13 +185,27 @@ def _graph(f: Fields) -> Graph:
         raise _in_field(f, "graph", error) from None
 
 
-def _strategy(f: Fields, graph: Graph, num_devices: int) -> dict[str, Configuration]:
-    strategy = {op: _config(f, op, num_devices) for op in f.data}
+def _strategy(f: Fields, graph: Graph, num_devices: int) -> Strategy:
+    ops = f.sub("ops")
+    strategy = Strategy({op: _config(ops, op, num_devices) for op in ops.data}, _reuse(f))
     try:
         check_strategy(graph, strategy)
     except ConfigError as error:
-        raise _in_field(f, "", error) from None
+        raise _in_field(ops, "", error) from None
     return strategy
+
+
+def _reuse(f: Fields) -> dict[Edge, str]:
+    table = f.sub("reuse") if f.has("reuse") else Fields({}, f.source, f.where("reuse"))
+    out = {}
+    for name, option in table.data.items():
+        if not isinstance(option, str):
+            raise table.error(str(name), "a reuse option name (a string)", option)
+        try:
+            out[Edge.parse(str(name))] = option
+        except ConfigError as error:
+            raise _in_field(table, str(name), error) from None
+    return out
 
 
 def _config(f: Fields, op: str, num_devices: int) -> Configuration:
@@ -211,14 +235,6 @@ def _string(f: Fields, key: str) -> str:
     return value
 
 
-def _string_map(f: Fields, key: str) -> dict[str, str]:
-    table = f.sub(key) if f.has(key) else Fields({}, f.source, key)
-    for name, value in table.data.items():
-        if not isinstance(value, str):
-            raise table.error(str(name), "a string", value)
-    return dict(table.data)
-
-
 def _plans(f: Fields, key: str, graph: Graph | None, default: Any = ...) -> list[Plan]:
     records = f.sequence(key, default)
     if graph is None and records:
@@ -226,13 +242,22 @@ def _plans(f: Fields, key: str, graph: Graph | None, default: Any = ...) -> list
     return [Plan.from_dict(record, graph, f"{f.source}: {key}[{i}]") for i, record in enumerate(records)]
 
 
-def _check_version(f: Fields) -> None:
+def migrate(f: Fields) -> Mapping[str, Any]:
+    """A plan or frontier record of any version this stratagem reads, as the current version."""
+    version = _version(f)
+    data = dict(f.data)
+    if version == 1 and "strategy" in data:         # a plan (a frontier's plans migrate one by one)
+        data["strategy"] = {"ops": data["strategy"], "reuse": data.pop("reuse", {})}
+    return {**data, "format_version": FORMAT_VERSION}
+
+
+def _version(f: Fields) -> int:
     version = f.raw("format_version", None)
-    if version == FORMAT_VERSION and not isinstance(version, bool):
-        return
+    if version in (1, FORMAT_VERSION) and not isinstance(version, bool):
+        return version
     newer = isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION
     raise ConfigError(f"{f.source}: unsupported plan file version", expected=f"format_version {FORMAT_VERSION} "
-                      "(the only one this stratagem reads)", got=repr(version),
+                      "(or 1, which it migrates)", got=repr(version),
                       hint="Upgrade stratagem to read it" if newer else
                       "Write the plan again with this version of stratagem (`stratagem plan MODEL -o FILE`)")
 

@@ -110,6 +110,9 @@ DECISIONS = {
     "memory cap": ("stratagem.search.context", ("memory_cap",), ("stratagem.cli.plan",)),
     "who owns a weight": ("stratagem.ir.ownership", ("weight_owner", "owned_parameters"),
                           ("stratagem.cost.model", "stratagem.cost.opcost", "stratagem.runtime.schedule")),
+    "the strategy value": ("stratagem.space.strategy", ("Strategy", "as_strategy", "reuse_of", "check_strategy"),
+                           ("stratagem.plan", "stratagem.sim.builder", "stratagem.cost.model",
+                            "stratagem.search.context", "stratagem.runtime.schedule")),
     "search registry": ("stratagem.search.registry", ("make_options",),
                         ("stratagem.search.planner", "stratagem.report.planning", "stratagem.search.modes")),
 }
@@ -117,7 +120,7 @@ DECISIONS = {
 
 def _defined(trees, function: str) -> list[str]:
     return [name for name, tree in trees.items() for node in ast.walk(tree)
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function]
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == function]
 
 
 def _uses(tree: ast.Module, here: str, home: str, names) -> bool:

@@ -61,7 +61,7 @@ class EdgeCost:
     extra_memory_bytes: float             # the default reuse option's memory delta
     temporary_bytes: float                # largest intermediate block while re-scheduling
     reuse: tuple[ReuseOption, ...] = ()
-    default_reuse: str | None = None
+    default_reuse: str | None = None      # the option priced: the default, or with_reuse's choice
 
     @property
     def time_s(self) -> float:

@@ -18,7 +18,6 @@ repeated call is one dictionary lookup.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from stratagem.cluster import Cluster, CommTable, load
@@ -33,15 +32,10 @@ from stratagem.cost.redistribute import Redistribution
 from stratagem.cost.reschedule import Rescheduler
 from stratagem.errors import ConfigError
 from stratagem.ir import Graph, Role, TensorSpec, dtype_bytes, weight_owner
-from stratagem.space import Configuration, OpLayout, SpaceOptions, check_strategy, enumerate_configurations
+from stratagem.space import (
+    Configuration, Edge, OpLayout, SpaceOptions, check_reuse, check_strategy, enumerate_configurations, reuse_of,
+)
 from stratagem.space.tensor_layout import TensorLayout
-
-
-@dataclass(frozen=True)
-class Edge:
-    tensor: str
-    src_op: str | None      # None: a graph input, from the data loader
-    dst_op: str
 
 
 class CostModel:
@@ -95,6 +89,15 @@ class CostModel:
                                                        self._checked(dst_config))
         return found
 
+    def edge_cost_in(self, edge: Edge, strategy: Mapping[str, Configuration],
+                     reuse: Mapping[Edge, str] | None = None) -> EdgeCost:
+        """What `edge` costs under `strategy`, kept as its reuse choice says (`reuse`, else the
+        strategy's own, else the cost's default): what Eq. 3, the simulator and reports all price."""
+        src = strategy[edge.src_op] if edge.src_op else None
+        cost = self.edge_cost(edge.tensor, edge.src_op, src, edge.dst_op, strategy[edge.dst_op])
+        option = (reuse_of(strategy) if reuse is None else reuse).get(edge)
+        return cost.with_reuse(option) if option and option != cost.default_reuse else cost
+
     def configurations(self, op_name: str, options: SpaceOptions = SpaceOptions()) -> tuple[Configuration, ...]:
         key = (op_name, options)
         if key not in self._configs:
@@ -115,6 +118,7 @@ class CostModel:
 
     def plan_cost(self, strategy: Mapping[str, Configuration]) -> PlanCost:
         check_strategy(self.graph, strategy)
+        check_reuse(self.edges(), reuse_of(strategy))
         memory = [0.0] * self.num_devices
         time_s = communication_s = compute_s = transient = 0.0
         for op in self.graph.ops:
@@ -126,8 +130,7 @@ class CostModel:
             for d in config.devices:
                 memory[d] += cost.memory_bytes - cost.memory.temporary_bytes
         for edge in self.edges():
-            src = strategy[edge.src_op] if edge.src_op else None
-            cost = self.edge_cost(edge.tensor, edge.src_op, src, edge.dst_op, strategy[edge.dst_op])
+            cost = self.edge_cost_in(edge, strategy)
             time_s, communication_s = time_s + cost.time_s, communication_s + cost.time_s
             transient = max(transient, cost.temporary_bytes)
             for d in strategy[edge.dst_op].devices:

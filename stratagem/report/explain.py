@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from stratagem.plan import Plan
-from stratagem.report.replay import model_of, reuse_keys
+from stratagem.report.replay import model_of
 from stratagem.report.tables import Table
 from stratagem.report.units import format_bytes, format_seconds
 from stratagem.space import format_placements
@@ -51,14 +51,9 @@ def _step_bytes(steps) -> float:
 
 def explain(plan: Plan, model=None) -> list[OpRow]:
     model = model or model_of(plan)
-    reuse = reuse_keys(plan)
     incoming: dict[str, tuple[float, float]] = {}
     for edge in model.edges():
-        src = plan.strategy[edge.src_op] if edge.src_op else None
-        cost = model.edge_cost(edge.tensor, edge.src_op, src, edge.dst_op, plan.strategy[edge.dst_op])
-        option = reuse.get((edge.tensor, edge.src_op, edge.dst_op))
-        if option and option != cost.default_reuse:
-            cost = cost.with_reuse(option)
+        cost = model.edge_cost_in(edge, plan.strategy)
         time_s, num_bytes = incoming.get(edge.dst_op, (0.0, 0.0))
         incoming[edge.dst_op] = (time_s + cost.time_s,
                                  num_bytes + _step_bytes(cost.forward_steps) + _step_bytes(cost.backward_steps))

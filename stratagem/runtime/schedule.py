@@ -21,7 +21,7 @@ from typing import Any
 
 from stratagem.ir import Graph, Op, Role, weight_owner
 from stratagem.runtime.views import WorkerView, worker_view
-from stratagem.space import REPLICATE, Configuration, OpLayout, layout
+from stratagem.space import REPLICATE, Configuration, OpLayout, Strategy, check_strategy, layout
 from stratagem.space.runnable import adapter_of
 from stratagem.space.tensor_layout import TensorLayout, input_layout, loader_layout, output_layout, refine
 from stratagem.tdl.graphops import AnalysisCache
@@ -63,8 +63,11 @@ def on_mesh(lay: TensorLayout) -> TensorLayout:
     return lay if lay.mesh_shape else TensorLayout(lay.first_device, (1,), (REPLICATE,))
 
 
-def build_schedule(graph: Graph, strategy: Mapping[str, Configuration], num_devices: int, rank: int
+def build_schedule(graph: Graph, strategy: Strategy | Mapping[str, Configuration], num_devices: int, rank: int
                    ) -> Schedule:
+    """Rank `rank`'s steps under the strategy's per-op configurations (its reuse choices are the
+    simulator's account of what autograd keeps; the runtime leaves keeping to autograd)."""
+    check_strategy(graph, strategy)
     analyses = AnalysisCache(graph)
     steps = tuple(_step(graph, analyses, op, strategy[op.name], rank) for op in graph.ops)
     by_op = {s.op.name: s for s in steps}

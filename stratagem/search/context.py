@@ -22,7 +22,7 @@ from stratagem.ir import Graph
 from stratagem.plan import Plan
 from stratagem.search.space import additive_cost
 from stratagem.sim.builder import Simulation
-from stratagem.space import Configuration, SpaceOptions
+from stratagem.space import Configuration, SpaceOptions, Strategy
 
 MEMORY_SAFETY = 1.1       # TensorOpt §5.2: a 16 GB device plans for 16 / 1.1 = 14.5 GB
 
@@ -92,17 +92,15 @@ def runnable_space(space: SpaceOptions, runnable: bool) -> SpaceOptions:
 
 def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algorithm: str,
               reuse: Mapping[int, str] | None = None, details: Mapping[str, Any] | None = None) -> Plan:
-    """A simulated plan with both its additive and its simulated costs."""
-    reuse = dict(reuse or {})
-    mem, time = additive_cost(ctx.model, strategy, reuse)
+    """A simulated plan with both its additive and its simulated costs. `reuse`: tensor-reuse
+    choices by edge index (FT's form), or none."""
     edges = ctx.model.edges()
-    named_reuse = {f"{edges[k].tensor}:{edges[k].src_op}->{edges[k].dst_op}": option
-                   for k, option in reuse.items()}
-    sim_reuse = {(edges[k].tensor, edges[k].src_op, edges[k].dst_op): option for k, option in reuse.items()}
-    result = Simulation(ctx.model, strategy, sim_reuse).run()
-    plan = Plan(ctx.graph, ctx.cluster_name, ctx.num_devices, dict(strategy), additive_time_s=time,
+    chosen = Strategy(strategy, {edges[k]: option for k, option in (reuse or {}).items()})
+    mem, time = additive_cost(ctx.model, chosen)
+    result = Simulation(ctx.model, chosen).run()
+    plan = Plan(ctx.graph, ctx.cluster_name, ctx.num_devices, chosen, additive_time_s=time,
                 additive_memory_bytes=mem, algorithm=algorithm, optimizer=ctx.optimizer,
-                reuse=named_reuse, model=ctx.zoo_name, details=dict(details or {}))
+                model=ctx.zoo_name, details=dict(details or {}))
     return plan.with_simulation(result)
 
 

@@ -185,21 +185,15 @@ def _edge_table(model, edge, src_configs, dst_configs):
     return mem, time, tuple(names)
 
 
-def additive_cost(model, strategy: Mapping[str, Configuration], reuse: Mapping[int, str] | None = None
-                  ) -> tuple[float, float]:
-    """(memory, time) of a strategy by Eq. 3, straight from the cost model."""
-    reuse = reuse or {}
+def additive_cost(model, strategy: Mapping[str, Configuration]) -> tuple[float, float]:
+    """(memory, time) of a strategy (and its reuse choices) by Eq. 3, straight from the cost model."""
     mem = time = 0.0
     for op in model.graph.ops:
         cost = model.op_cost(op.name, strategy[op.name])
         mem += cost.memory_bytes - cost.memory.temporary_bytes
         time += cost.time_s
-    for k, edge in enumerate(model.edges()):
-        src = strategy[edge.src_op] if edge.src_op else None
-        cost = model.edge_cost(edge.tensor, edge.src_op, src, edge.dst_op, strategy[edge.dst_op])
-        option = reuse.get(k)
-        if option and option != cost.default_reuse:
-            cost = cost.with_reuse(option)
+    for edge in model.edges():
+        cost = model.edge_cost_in(edge, strategy)
         mem += cost.extra_memory_bytes
         time += cost.time_s
     return mem, time

@@ -33,14 +33,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from stratagem.errors import ConfigError
 from stratagem.cost.memory import saved_tensors
 from stratagem.ir import dtype_bytes
 from stratagem.sim.aliases import viewed_input
 from stratagem.sim.memory import Buffer, BufferSet, peak_memory
 from stratagem.sim.store import TaskStore
 from stratagem.sim.trace import TraceTask, chrome_trace
-from stratagem.space import Configuration, check_strategy
+from stratagem.space import Configuration, Strategy, check_reuse, check_strategy, reuse_of
 
 FORWARD, BACKWARD, UPDATE = 0, 1, 2
 CATEGORIES = ("forward", "backward", "update", "sync", "reschedule")
@@ -76,19 +75,18 @@ class _Meta:
 
 
 class Simulation:
-    def __init__(self, model, strategy: Mapping[str, Configuration],
-                 reuse: Mapping[tuple, str] | None = None):
+    def __init__(self, model, strategy: Strategy | Mapping[str, Configuration]):
         self.model, self.graph, self.cluster = model, model.graph, model.cluster
         check_strategy(self.graph, strategy)
-        self.strategy = dict(strategy)
-        self.reuse = dict(reuse or {})
+        self.strategy = dict(strategy)          # per op; change() edits it
+        self.reuse = dict(reuse_of(strategy))
         self.num_devices = self.cluster.num_devices
         self.num_resources = self.num_devices + len(self.cluster.links)
         self.position = {op.name: i for i, op in enumerate(self.graph.ops)}
         self.viewed = {op.name: viewed_input(self.graph, op) for op in self.graph.ops}   # structural
         self.saved = {op.name: frozenset(saved_tensors(self.graph, op)) for op in self.graph.ops}
         self.edges = self.model.edges()
-        self._check_reuse()
+        check_reuse(self.edges, self.reuse)
         self.edges_of: dict[str, list[int]] = {}
         for k, e in enumerate(self.edges):
             for end in (e.src_op, e.dst_op):
@@ -113,13 +111,6 @@ class Simulation:
             self._add_buffers(op.name)
         for k in range(len(self.edges)):
             self._add_edge_buffers(k)
-
-    def _check_reuse(self) -> None:
-        unknown = set(self.reuse) - {(e.tensor, e.src_op, e.dst_op) for e in self.edges} if self.reuse else ()
-        if unknown:
-            raise ConfigError("reuse choices name edges the graph does not have",
-                              expected="(tensor, source op, consumer op) of an edge of the graph",
-                              got=str(sorted(unknown, key=str)[:3]))
 
     # ---- keys and resources -------------------------------------------------------------------
     def _key(self, phase: int, op: str, slot: int, sub: int) -> float:
@@ -243,10 +234,7 @@ class Simulation:
         for k in self.edges_of.get(name, ()):
             e = self.edges[k]
             if e.src_op == name and e.tensor == tensor and self.edge_tasks.get(k, {}).get("fwd"):
-                option = self.reuse.get((e.tensor, e.src_op, e.dst_op))
-                if option is None:
-                    option = self._edge_cost(k).default_reuse
-                if option == "keep_after":
+                if self._edge_cost(k).default_reuse == "keep_after":   # the option chosen
                     return True
         return False
 
@@ -283,11 +271,7 @@ class Simulation:
 
     # ---- edges --------------------------------------------------------------------------------
     def _edge_cost(self, k: int):
-        e = self.edges[k]
-        src = self.strategy[e.src_op] if e.src_op else None
-        cost = self.model.edge_cost(e.tensor, e.src_op, src, e.dst_op, self.strategy[e.dst_op])
-        option = self.reuse.get((e.tensor, e.src_op, e.dst_op))
-        return cost.with_reuse(option) if option and option != cost.default_reuse else cost
+        return self.model.edge_cost_in(self.edges[k], self.strategy, self.reuse)
 
     def _is_weight_edge(self, k: int) -> bool:
         e = self.edges[k]
@@ -371,7 +355,7 @@ class Simulation:
         index = self.graph.op(e.dst_op).inputs.index(e.tensor)
         local = self.model.input_layout(e.dst_op, dst, index).local_num_elements(spec.shape)
         size = local * dtype_bytes(spec.dtype)
-        option = self.reuse.get((e.tensor, e.src_op, e.dst_op), cost.default_reuse)
+        option = cost.default_reuse                  # the option it is priced under
         kept = (self._is_weight_edge(k) or e.tensor in self.saved[e.dst_op]) \
             and option != "keep_before"
         viewed = self._view_source(e.dst_op) == k

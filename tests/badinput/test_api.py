@@ -139,7 +139,7 @@ def test_simulate_refuses_a_strategy_naming_an_op_the_graph_lacks(graph, dp_plan
 
 def test_simulate_refuses_a_list_for_a_strategy(graph, dp_plan):
     refused(lambda: sg.simulate(graph, C, list(dp_plan.strategy.values())), "strategy is not valid",
-            "expected a mapping from op name to Configuration", "got list")
+            "expected a Strategy or a mapping from op name to Configuration", "got list")
 
 
 def test_simulate_refuses_text_for_a_configuration(graph, dp_plan):

@@ -164,10 +164,10 @@ def test_validate_refuses_zero_steps(plan_path, no_launch):
 
 
 def test_run_refuses_a_plan_whose_strategy_misses_ops(plan_record, no_launch, tmp_path):
-    del plan_record["strategy"]["relu"]
+    del plan_record["strategy"]["ops"]["relu"]
     path = tmp_path / "partial.json"
     path.write_text(json.dumps(plan_record))
-    assert_says(refused("run", str(path)), "field 'strategy'", "strategy lacks ops", "none for ['relu']")
+    assert_says(refused("run", str(path)), "field 'strategy.ops'", "strategy lacks ops", "none for ['relu']")
 
 
 

@@ -37,11 +37,13 @@ def load_refused(path, *fragments: str) -> None:
     ("num_devices", -2, ["field 'num_devices' is not valid", "got -2"]),
     ("num_devices", 2.5, ["field 'num_devices' is not valid", "got 2.5"]),
     ("num_devices", True, ["field 'num_devices' is not valid", "got True"]),
-    ("num_devices", 1, ["field 'strategy.linear' is not valid", "a configuration on devices 0..0 (num_devices is 1)",
+    ("num_devices", 1, ["field 'strategy.ops.linear' is not valid", "a configuration on devices 0..0 (num_devices is 1)",
                         "got 'b2@0-1'"]),
     ("strategy", [], ["field 'strategy' is not a mapping", "got list"]),
     ("strategy", "data-parallel", ["field 'strategy' is not a mapping", "got str"]),
-    ("strategy", {}, ["field 'strategy': strategy lacks ops", "none for ['linear'"]),
+    ("strategy", {}, ["field 'strategy.ops' is missing"]),
+    ("strategy", {"ops": {}}, ["field 'strategy.ops': strategy lacks ops", "none for ['linear'"]),
+    ("strategy", {"ops": []}, ["field 'strategy.ops' is not a mapping", "got list"]),
     ("iteration_time_s", "fast", ["field 'iteration_time_s' is not valid", "expected a number >= 0 (NaN when not",
                                   "got 'fast'"]),
     ("iteration_time_s", None, ["field 'iteration_time_s' is not valid", "got None"]),
@@ -52,12 +54,12 @@ def load_refused(path, *fragments: str) -> None:
     ("optimizer", 3, ["field 'optimizer' is not valid", "got 3"]),
     ("algorithm", 3, ["field 'algorithm' is not valid", "expected a string", "got 3"]),
     ("model", [], ["field 'model' is not valid", "got []"]),
-    ("reuse", [1], ["field 'reuse' is not a mapping", "got list"]),
-    ("reuse", {"features:None->linear": 7}, ["field 'reuse.features:None->linear' is not valid", "got 7"]),
     ("details", [1, 2], ["field 'details' is not a mapping", "got list"]),
     ("graph", "mlp", ["field 'graph': graph record is malformed"]),
 ])
 def test_wrong_types_are_refused_naming_the_field(plan_record, tmp_path, key, value, fragments):
+    if key == "strategy" and isinstance(value, dict) and "ops" in value:
+        value = {**plan_record["strategy"], **value}
     plan_record[key] = value
     path = written(tmp_path, plan_record)
     load_refused(path, str(path), *fragments)
@@ -72,10 +74,10 @@ def test_missing_keys_are_named(plan_record, tmp_path, key):
 
 
 @pytest.mark.parametrize("version, fragments", [
-    (2, ["unsupported plan file version", "expected format_version 1 (the only one this stratagem reads)", "got 2",
+    (3, ["unsupported plan file version", "expected format_version 2 (or 1, which it migrates)", "got 3",
          "Upgrade stratagem"]),
     (0, ["unsupported plan file version", "got 0", "Write the plan again with this version of stratagem"]),
-    ("1", ["unsupported plan file version", "got '1'"]),
+    ("2", ["unsupported plan file version", "got '2'"]),
     (None, ["unsupported plan file version", "got None"]),
 ])
 def test_other_format_versions_say_which_is_read_and_what_to_do(plan_record, tmp_path, version, fragments):
@@ -84,47 +86,57 @@ def test_other_format_versions_say_which_is_read_and_what_to_do(plan_record, tmp
 
 
 @pytest.mark.parametrize("record, fragments", [
-    ("b2", ["field 'strategy.linear' is not a mapping", "got str"]),
-    ({"first_device": 0, "levels": "b2"}, ["'strategy.linear': configuration record is malformed", CONFIG]),
+    ("b2", ["field 'strategy.ops.linear' is not a mapping", "got str"]),
+    ({"first_device": 0, "levels": "b2"}, ["'strategy.ops.linear': configuration record is malformed", CONFIG]),
     ({"first_device": 0, "levels": [["b"]]}, ["configuration record is malformed"]),
     ({"first_device": 0, "levels": [[5, 2]]}, ["configuration record is malformed"]),
     ({"levels": [["b", 2]]}, ["configuration record is malformed", "got {'levels': [['b', 2]]}"]),
-    ({"first_device": 0, "levels": [["b", 0]]}, ["'strategy.linear': mesh axis size is not valid", "got 0"]),
+    ({"first_device": 0, "levels": [["b", 0]]}, ["'strategy.ops.linear': mesh axis size is not valid", "got 0"]),
     ({"first_device": 0, "levels": [["b", -2]]}, ["mesh axis size is not valid", "got -2"]),
     ({"first_device": 0, "levels": [["b", "2"]]}, ["mesh axis size is not valid", "got '2'"]),
     ({"first_device": 0, "levels": [["b", 2.5]]}, ["mesh axis size is not valid", "got 2.5"]),
     ({"first_device": -1, "levels": [["b", 2]]}, ["first device is not valid", "expected an integer >= 0"]),
-    ({"first_device": 2, "levels": [["b", 2]]}, ["'strategy.linear' is not valid", "got 'b2@2-3'"]),
-    ({"first_device": 0, "levels": [["b", 4]]}, ["'strategy.linear' is not valid", "(num_devices is 2)",
+    ({"first_device": 2, "levels": [["b", 2]]}, ["'strategy.ops.linear' is not valid", "got 'b2@2-3'"]),
+    ({"first_device": 0, "levels": [["b", 4]]}, ["'strategy.ops.linear' is not valid", "(num_devices is 2)",
                                                  "got 'b4@0-3'"]),
 ])
 def test_malformed_configurations_are_refused(plan_record, tmp_path, record, fragments):
-    plan_record["strategy"]["linear"] = record
+    plan_record["strategy"]["ops"]["linear"] = record
     load_refused(written(tmp_path, plan_record), *fragments)
 
 
 def test_a_strategy_naming_ops_not_in_its_graph_is_refused(plan_record, tmp_path):
-    plan_record["strategy"]["ghost"] = plan_record["strategy"]["relu"]
-    load_refused(written(tmp_path, plan_record), "field 'strategy'", "strategy names ops graph 'mlp-tiny' does not "
+    plan_record["strategy"]["ops"]["ghost"] = plan_record["strategy"]["ops"]["relu"]
+    load_refused(written(tmp_path, plan_record), "field 'strategy.ops'", "strategy names ops graph 'mlp-tiny' does not "
                  "have", "got ['ghost']")
 
 
 def test_a_strategy_missing_ops_is_refused(plan_record, tmp_path):
-    del plan_record["strategy"]["relu_1"]
+    del plan_record["strategy"]["ops"]["relu_1"]
     load_refused(written(tmp_path, plan_record), "strategy lacks ops", "none for ['relu_1']")
 
 
 def test_a_dim_the_op_lacks_is_refused_when_priced(plan_record, tmp_path):
-    plan_record["strategy"]["linear"]["levels"] = [["zz", 2]]
+    plan_record["strategy"]["ops"]["linear"]["levels"] = [["zz", 2]]
     path = written(tmp_path, plan_record)
     assert_says(refused("simulate", str(path)), "op 'linear' has no dim 'zz'", "expected one of ['b', 'j', 'k']")
 
 
+@pytest.mark.parametrize("reuse, fragments", [
+    ([1], ["field 'strategy.reuse' is not a mapping", "got list"]),
+    ({"features:None->linear": 7}, ["field 'strategy.reuse.features:None->linear' is not valid", "got 7"]),
+    ({"nonsense": "keep_after"}, ["field 'strategy.reuse.nonsense': edge name is malformed",
+                                  "expected \"tensor:source op->consumer op\""]),
+])
+def test_malformed_reuse_choices_are_refused(plan_record, tmp_path, reuse, fragments):
+    plan_record["strategy"]["reuse"] = reuse
+    load_refused(written(tmp_path, plan_record), *fragments)
+
+
 def test_a_reuse_choice_for_an_edge_the_graph_lacks_is_refused(plan_record, tmp_path):
-    plan_record["reuse"] = {"x:y->z": "keep"}
+    plan_record["strategy"]["reuse"] = {"x:y->z": "keep"}
     path = written(tmp_path, plan_record)
-    assert_says(refused("simulate", str(path)), "reuse choices name edges the graph does not have",
-                "[('x', 'y', 'z')]")
+    assert_says(refused("simulate", str(path)), "reuse choices name edges the graph does not have", "got x:y->z")
 
 
 def test_a_plan_for_more_devices_than_the_cluster_has_is_refused(plan_record, tmp_path):
@@ -171,7 +183,7 @@ def frontier_record(graph, tmp_path):
     (lambda r: r.update(format_version=7), ["unsupported plan file version", "got 7"]),
     (lambda r: r["plans"][0].update(num_devices="two"), ["plans[0]: field 'num_devices' is not valid",
                                                          "got 'two'"]),
-    (lambda r: r["plans"][0]["strategy"].pop("relu"), ["plans[0]: field 'strategy': strategy lacks ops"]),
+    (lambda r: r["plans"][0]["strategy"]["ops"].pop("relu"), ["plans[0]: field 'strategy.ops': strategy lacks ops"]),
 ])
 def test_bad_frontier_files_are_refused_naming_the_plan(frontier_record, tmp_path, spoil, fragments):
     spoil(frontier_record)

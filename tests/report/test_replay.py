@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from stratagem.errors import ConfigError
 from stratagem.plan import Plan
-from stratagem.report.replay import replay, reuse_keys
+from stratagem.report.replay import replay
 from stratagem.report.simulate_report import simulate_plan
 
 
@@ -17,14 +16,6 @@ def test_a_saved_plan_replays_to_its_recorded_costs(tiny_frontier, tmp_path):
         result = replay(loaded).result()
         assert result.iteration_time_s == pytest.approx(plan.iteration_time_s, rel=1e-9)
         assert result.peak_memory_bytes == pytest.approx(plan.peak_memory_bytes, rel=1e-9)
-
-
-def test_reuse_keys_round_trip(ft_plan):
-    from dataclasses import replace
-    plan = replace(ft_plan, reuse={"x:a->b": "keep_after", "y:None->c": "keep_before"})
-    assert reuse_keys(plan) == {("x", "a", "b"): "keep_after", ("y", None, "c"): "keep_before"}
-    with pytest.raises(ConfigError, match="tensor:src->dst"):
-        reuse_keys(replace(plan, reuse={"nonsense": "keep_after"}))
 
 
 def test_the_simulation_report_and_its_trace(ft_plan, tmp_path):
