@@ -64,7 +64,7 @@ class Bounds:
 
     def __init__(self, model, space: ChoiceSpace, sim):
         self.model, self.space, self.sim = model, space, sim
-        self.num_resources = sim.num_resources
+        self.num_resources = sim.state.tasks.num_resources
         self.num_devices = model.num_devices
         self.var_of = {op: v for v, var in enumerate(space.variables) for op in var.ops}
         self.ops = [op.name for op in model.graph.ops]

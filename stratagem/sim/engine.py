@@ -44,6 +44,8 @@ import numpy as np
 from numba import njit
 
 NO_TASK = -1
+TOPO_MIN = np.iinfo(np.int64).min     # below every structural key (full simulation's bound)
+TOPO_MAX = np.iinfo(np.int64).max
 
 
 @njit(cache=True)
@@ -118,14 +120,14 @@ def full_simulation(alive, duration, topo, res_ptr, res_cnt, res_pool, pred_cnt,
     for r in range(order_cnt.size):
         order_cnt[r] = 0
     last_end = np.zeros(order_cnt.size)
-    heap = [(0.0, 0.0, np.int64(0))]
+    heap = [(0.0, np.int64(0), np.int64(0))]
     heap.pop()
     for t in range(n):
         if alive[t]:
             ready[t] = 0.0
             if waiting[t] == 0:
                 heapq.heappush(heap, (0.0, topo[t], np.int64(t)))
-    return _drain(-np.inf, -np.inf, heap, waiting, last_end, duration, topo, res_ptr, res_cnt, res_pool,
+    return _drain(-np.inf, TOPO_MIN, heap, waiting, last_end, duration, topo, res_ptr, res_cnt, res_pool,
                   succ_ptr, succ_cnt, succ_pool, order_ptr, order_cnt, order_pool, ready, start, end)
 
 
@@ -173,7 +175,7 @@ def delta_simulation(k_ready, k_topo, new_flag, alive, duration, topo, res_ptr, 
         if alive[t] and (new_flag[t] or ready[t] > k_ready or (ready[t] == k_ready and topo[t] >= k_topo)):
             in_tail[t] = True
     waiting = np.zeros(n, dtype=np.int64)
-    heap = [(0.0, 0.0, np.int64(0))]
+    heap = [(0.0, np.int64(0), np.int64(0))]
     heap.pop()
     for t in range(n):
         if in_tail[t]:

@@ -1,7 +1,7 @@
 """TaskStore: the task graph as flat arrays the engine runs on, mutable for delta simulation.
 
 Tasks are slots 0..n-1 (removed ones stay as dead slots until `compact`). Each task has a
-duration, a structural key `topo` (increasing along dependencies), its resources, and its
+duration, a structural key `topo` (an int64, increasing along dependencies), its resources, and its
 predecessors; successor lists are kept in step. Variable-length lists live in pools: task t's
 resources are res_pool[res_ptr[t] : res_ptr[t] + res_cnt[t]], and likewise preds, succs and the
 per-resource orders. A list that outgrows its slot moves to the end of its pool with room to grow.
@@ -104,7 +104,7 @@ class TaskStore:
 
     def _alloc(self, capacity: int) -> None:
         old = self.n
-        arrays = {"alive": bool, "bound_flag": bool, "bound": float, "duration": float, "topo": float, "ready": float,
+        arrays = {"alive": bool, "bound_flag": bool, "bound": float, "duration": float, "topo": np.int64, "ready": float,
                   "start": float, "end": float}
         for name, dtype in arrays.items():
             fresh = np.zeros(capacity, dtype=dtype)
@@ -125,6 +125,8 @@ class TaskStore:
         store._alloc(max(n, 16))
         store.alive[:n] = True
         store.duration[:n] = duration
+        if not np.issubdtype(np.asarray(topo).dtype, np.integer):
+            raise TypeError(f"structural keys are integers (stratagem.sim.keys), got {np.asarray(topo).dtype}")
         store.topo[:n] = topo
         store.res = _Pool.from_csr(np.asarray(res_counts), np.asarray(res_values))
         store.pred = _Pool.from_csr(np.asarray(pred_counts), np.asarray(pred_values), slack=0.25)
@@ -138,13 +140,15 @@ class TaskStore:
         return store
 
     # ---- incremental edits (for delta simulation) ---------------------------------------------
-    def add(self, duration: float, resources: Sequence[int], preds: Sequence[int], topo: float) -> int:
+    def add(self, duration: float, resources: Sequence[int], preds: Sequence[int], topo: int) -> int:
         t = self.n
         if t >= self.capacity:
             self._alloc(2 * self.capacity)
         for pool in (self.res, self.pred, self.succ):
             pool.grow_owners(self.capacity)
         self.n += 1
+        if not isinstance(topo, (int, np.integer)):
+            raise TypeError(f"a structural key is an integer (stratagem.sim.keys), got {topo!r}")
         self.alive[t], self.duration[t], self.topo[t] = True, duration, topo
         self.res.assign(t, list(resources), spare=0)
         self.pred.assign(t, list(preds))
@@ -187,13 +191,13 @@ class TaskStore:
 
     def _seed(self, t: int) -> None:
         """Remember the least old key among edited tasks (delta simulation restarts there)."""
-        key = (float(self.ready[t]), float(self.topo[t]))
+        key = (float(self.ready[t]), int(self.topo[t]))
         self._seed_key = min(self._seed_key, key)
 
     def _reset_edits(self) -> None:
         self._new_set: set[int] = set()
         self._relinked: set[int] = set()
-        self._seed_key = (np.inf, np.inf)
+        self._seed_key = (np.inf, int(engine.TOPO_MAX))
         self._pending: dict[int, int] = {}
 
     # ---- simulation ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from stratagem.cost import CostModel
 from stratagem.sim.builder import Simulation
-from stratagem.space import Configuration
+from stratagem.space import Configuration, Level
 from tests.cost.graphs import conv, mlp, mlp_with_views
 
 
@@ -68,7 +68,7 @@ def test_three_ops_on_two_devices_task_by_task(model):
 def timeline(sim):
     rows = []
     for t in sim.store.live:
-        meta = sim.meta[int(t)]
+        meta = sim.state.tasks.meta[int(t)]
         rows.append((meta.label, tuple(sim.store.resources_of(int(t)).tolist()),
                      float(sim.store.start[t]), float(sim.store.end[t])))
     return sorted(rows)
@@ -130,3 +130,27 @@ def test_views_hold_no_memory_of_their_own():
     plain = replicated_peak(mlp(32, 64, 128))
     assert replicated_peak(mlp_with_views(32, 64, 128)) == plain
     assert replicated_peak(mlp_with_views(32, 64, 128, transposed=True)) == plain + 32 * 128 * 4 - 32 * 64 * 4
+
+
+def test_keys_stay_ordered_and_delta_exact_past_16384_edges():
+    """An RNN unrolled 8,200 steps (each step reads the shared weight over an edge) has more
+    edges than the float key of before could order: keys must rise along every dependency, be
+    unique, and delta simulation must still give the full timeline."""
+    from tests.search.graphs import unrolled
+    graph = unrolled(steps=8200, batch=8, width=8)
+    cost = CostModel(graph, "v100-2x8", num_devices=2)
+    assert len(cost.edges()) > 16384
+    data_parallel = Configuration((Level("b", 2),), 0)
+    sim = Simulation(cost, {op.name: data_parallel for op in graph.ops})
+    sim.run()
+    store, live = sim.store, sim.store.live
+    assert len(set(store.topo[live].tolist())) == len(live)
+    for t in live:
+        preds = store.preds_of(int(t))
+        assert (store.topo[preds] < store.topo[t]).all()
+    late = graph.ops[-2].name                   # its edges are numbered past 16,384
+    whole = Configuration((Level(None, 1),), 0)
+    changed = sim.change(late, whole)
+    fresh = Simulation(cost, {**sim.strategy, late: whole}).run()
+    assert changed.iteration_time_s == fresh.iteration_time_s
+    assert changed.peak_memory_bytes == fresh.peak_memory_bytes

@@ -9,7 +9,7 @@ from stratagem.sim.store import TaskStore
 
 def random_tasks(rng, n, resources, density=0.3, zero_fraction=0.1):
     durations = np.where(rng.random(n) < zero_fraction, 0.0, rng.integers(1, 9, n).astype(float))
-    topo = np.arange(n, dtype=float) + rng.random(n) * 0.5      # increasing along dependencies
+    topo = np.arange(n, dtype=np.int64) * 2**21 + rng.integers(0, 2**20, n)   # increasing along dependencies
     res = [sorted(set(rng.choice(resources, size=int(rng.integers(1, 3)), replace=True).tolist()))
            for _ in range(n)]
     preds = [sorted({int(p) for p in rng.integers(0, t, size=int(rng.integers(0, 3)))}) if t else []
@@ -58,7 +58,7 @@ def mutate(rng, store, n_alive_before, resources):
         live = store.live.tolist()
         k = int(rng.integers(0, min(3, len(live)) + 1))
         preds = sorted({int(p) for p in rng.choice(live, size=k, replace=False)}) if k else []
-        topo = max([store.topo[p] for p in preds], default=0.0) + rng.random() * 0.4 + 0.05
+        topo = int(max([store.topo[p] for p in preds], default=0)) + int(rng.integers(1, 2**20))
         res = sorted(set(rng.integers(0, resources, size=int(rng.integers(1, 3))).tolist()))
         store.add(float(rng.integers(0, 9)), res, preds, topo)
 
@@ -93,7 +93,7 @@ def test_delta_simulation_equals_full_simulation(n, resources, seed, rounds):
 
 def test_delta_replays_only_the_timeline_after_the_first_edit():
     # a chain of 10 tasks on one resource: changing the 8th re-simulates the 8th to the 10th
-    store = build(np.ones(10), np.arange(10.0), [[0]] * 10, [[]] + [[i] for i in range(9)], 1)
+    store = build(np.ones(10), np.arange(10), [[0]] * 10, [[]] + [[i] for i in range(9)], 1)
     store.simulate()
     store.set_duration(7, 5.0)
     assert store.update() == 3

@@ -1,0 +1,193 @@
+"""Memory accounting: the buffers each op and edge holds, and the tasks between which they live
+(the peak over the timeline is `sim.memory.peak_memory`).
+
+  - weights, gradients and optimizer state are resident;
+  - each output shard lives from F(p, d) until its last use on d: its forward readers, and the
+    backward of p or of a consumer reading the same buffer if they keep it for backward
+    (`state.saved`, the op record's `saves` or what capture recorded);
+  - a re-scheduled copy lives from its first step until the consumer's forward, or its backward if
+    the consumer keeps it (unless the reuse option is keep_before); step scratch lives while the
+    steps run; keep_after drops the producer's copy after forward (TensorOpt's tensor reuse);
+  - a view (`sim.aliases`) has no buffer: the one it reads lives on for the view's users.
+Gradients of activations are not counted (transient, at most a few layers' worth).
+
+`op_buffers` and `edge_buffers` are asked after every unit's tasks exist (a buffer's life ends at
+tasks of other units); after a delta edit, `touched_by` says which units' buffers to ask again.
+"""
+
+from __future__ import annotations
+
+from stratagem.ir import dtype_bytes
+from stratagem.sim.memory import Buffer, BufferSet
+from stratagem.sim.state import SimState
+
+
+def op_buffers(state: SimState, name: str) -> BufferSet:
+    """Resident state, and each output shard from F(name, d) until its last use on d (a view
+    that aliases its input has no buffer of its own: `_output_users` keeps its source alive)."""
+    config = state.strategy[name]
+    memory = state.model.op_cost(name, config).memory
+    tasks = state.op_tasks[name]
+    op = state.graph.op(name)
+    resident = memory.parameter_bytes + memory.gradient_bytes + memory.optimizer_bytes
+    layout = state.model.layouts.output_layout(name, config)
+    aliased = view_source(state, name) is not None
+    buffers = []
+    for i, d in enumerate(config.devices):
+        if resident:
+            buffers.append(Buffer(d, resident, None))
+        for t in () if aliased else op.outputs:
+            spec = state.graph.tensors[t]
+            size = layout.local_num_elements(spec.shape) * dtype_bytes(spec.dtype)
+            users = _output_users(state, name, i, d, t)
+            buffers.append(Buffer(d, size, tasks["F"][i], tuple(users) or (tasks["F"][i],)))
+    return BufferSet.of(buffers)
+
+
+def edge_buffers(state: SimState, k: int) -> BufferSet:
+    """The consumer's re-scheduled (or locally sliced) copy, and scratch while steps run."""
+    e = state.edges[k]
+    fwd = state.edge_tasks[k]["fwd"]
+    if not fwd:
+        return BufferSet.of(_slice_buffers(state, k))
+    cost = state.edge_cost(k)
+    dst = state.strategy[e.dst_op]
+    tasks = state.op_tasks[e.dst_op]
+    spec = state.graph.tensors[e.tensor]
+    index = state.graph.op(e.dst_op).inputs.index(e.tensor)
+    local = state.model.input_layout(e.dst_op, dst, index).local_num_elements(spec.shape)
+    size = local * dtype_bytes(spec.dtype)
+    option = cost.default_reuse                  # the option it is priced under
+    kept = (state.is_weight_edge(k) or e.tensor in state.saved[e.dst_op]) and option != "keep_before"
+    viewed = view_source(state, e.dst_op) == k
+    out = state.graph.op(e.dst_op).outputs[0]
+    buffers = []
+    for i, d in enumerate(dst.devices):
+        until = [tasks["B"][i] if kept else tasks["F"][i]]
+        if viewed:
+            until.extend(_output_users(state, e.dst_op, i, d, out))
+        buffers.append(Buffer(d, size, fwd[0], tuple(until)))
+        if cost.temporary_bytes:
+            buffers.append(Buffer(d, cost.temporary_bytes, fwd[0], (fwd[-1],)))
+    return BufferSet.of(buffers)
+
+
+def touched_by(state: SimState, op: str) -> tuple[set[str], set[int]]:
+    """The ops and edges whose buffers' lives a change of `op` can move: it, its neighbours, the
+    producers up chains of views from them, and the edges into those views."""
+    neighbours = {op} | {end for k in state.edges_of.get(op, ()) for end in
+                         (state.edges[k].src_op, state.edges[k].dst_op) if end}
+    return _alias_sources(state, neighbours) | neighbours, \
+        set(state.edges_of.get(op, ())) | set(_view_edges(state, neighbours))
+
+
+def view_source(state: SimState, name: str) -> int | None:
+    """The edge whose buffer `name`'s output aliases: a view reading its input whole (the
+    producer's shard in the same layout, or a re-scheduled copy); None otherwise."""
+    tensor = state.viewed[name]
+    if tensor is None:
+        return None
+    for k in state.edges_of.get(name, ()):
+        e = state.edges[k]
+        if e.dst_op == name and e.tensor == tensor and k in state.edge_tasks:
+            return k if state.edge_tasks[k]["fwd"] or state.same_layout(k) else None
+    return None
+
+
+def _output_users(state: SimState, name: str, i: int, d: int, tensor: str) -> list[int]:
+    """Tasks on device d (the i-th of `name`'s) that need `name`'s shard of `tensor`: forward
+    readers, backward of whoever keeps it, and the users of every view that aliases it."""
+    users = list(_forward_readers(state, name, d, tensor))
+    if tensor in state.saved[name] and not _dropped_by_producer(state, name, tensor):
+        users.append(state.op_tasks[name]["B"][i])
+    users.extend(_backward_sharers(state, name, tensor, d))
+    for k in state.edges_of.get(name, ()):
+        e = state.edges[k]
+        if e.src_op == name and e.tensor == tensor and not state.edge_tasks[k]["fwd"] \
+                and view_source(state, e.dst_op) == k:
+            users.extend(_view_users(state, e.dst_op, d))
+    return users
+
+
+def _view_users(state: SimState, view: str, device: int) -> list[int]:
+    out = state.graph.op(view).outputs[0]
+    return [u for i, d in enumerate(state.strategy[view].devices) if d == device
+            for u in _output_users(state, view, i, d, out)]
+
+
+def _dropped_by_producer(state: SimState, name: str, tensor: str) -> bool:
+    """keep_after on an edge of `tensor`: the producer's copy goes after forward and is
+    rebuilt from the consumer's in backward (TensorOpt's tensor reuse)."""
+    for k in state.edges_of.get(name, ()):
+        e = state.edges[k]
+        if e.src_op == name and e.tensor == tensor and state.edge_tasks.get(k, {}).get("fwd"):
+            if state.edge_cost(k).default_reuse == "keep_after":   # the option chosen
+                return True
+    return False
+
+
+def _backward_sharers(state: SimState, name: str, tensor: str, device: int) -> list[int]:
+    """B(q, device) of consumers that save `tensor` and read the producer's buffer itself
+    (the same layout: a consumer that slices a replicated tensor keeps its own slice)."""
+    found = []
+    for k in state.edges_of.get(name, ()):
+        edge = state.edges[k]
+        if edge.src_op != name or edge.tensor != tensor or state.edge_tasks[k]["fwd"] \
+                or not state.same_layout(k):
+            continue
+        if tensor in state.saved[edge.dst_op]:
+            dst = state.strategy[edge.dst_op]
+            found.extend(state.op_tasks[edge.dst_op]["B"][i] for i, d in enumerate(dst.devices) if d == device)
+    return found
+
+
+def _forward_readers(state: SimState, name: str, device: int, tensor: str) -> tuple[int, ...]:
+    """Tasks on `device` (or the first re-scheduling step) that read `tensor` forward."""
+    readers = []
+    for k in state.edges_of.get(name, ()):
+        edge = state.edges[k]
+        if edge.src_op != name or edge.tensor != tensor or k not in state.edge_tasks:
+            continue
+        steps = state.edge_tasks[k]["fwd"]
+        if steps:
+            readers.append(steps[0])
+        else:
+            dst = state.strategy[edge.dst_op]
+            f = state.op_tasks[edge.dst_op]["F"]
+            readers.extend(f[i] for i, d in enumerate(dst.devices) if d == device)
+    return tuple(readers)
+
+
+def _slice_buffers(state: SimState, k: int) -> list[Buffer]:
+    """A consumer that keeps a local slice of its input (no communication) holds that slice."""
+    e = state.edges[k]
+    if e.src_op is None or state.is_weight_edge(k) or state.same_layout(k):
+        return []
+    if e.tensor not in state.saved[e.dst_op]:
+        return []
+    q = state.graph.op(e.dst_op)
+    dst = state.strategy[e.dst_op]
+    spec = state.graph.tensors[e.tensor]
+    local = state.model.input_layout(e.dst_op, dst, q.inputs.index(e.tensor)).local_num_elements(spec.shape)
+    tasks = state.op_tasks[e.dst_op]
+    return [Buffer(d, local * dtype_bytes(spec.dtype), tasks["F"][i], (tasks["B"][i],))
+            for i, d in enumerate(dst.devices)]
+
+
+def _alias_sources(state: SimState, names) -> set[str]:
+    """Producers up chains of views from `names`: their buffers' lives depend on the views'."""
+    found, stack = set(), list(names)
+    while stack:
+        tensor = state.viewed[stack.pop()]
+        producer = state.graph.producer.get(tensor) if tensor else None
+        if producer is not None and producer.name not in found:
+            found.add(producer.name)
+            stack.append(producer.name)
+    return found
+
+
+def _view_edges(state: SimState, names) -> list[int]:
+    """Edges into the views up those chains (a re-scheduled copy a view aliases)."""
+    views = {n for n in _alias_sources(state, names) | set(names) if state.viewed[n] is not None}
+    return [k for v in views for k in state.edges_of.get(v, ()) if state.edges[k].dst_op == v
+            and k in state.edge_tasks and state.edges[k].tensor == state.viewed[v]]

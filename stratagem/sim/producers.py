@@ -1,0 +1,121 @@
+"""Task producers: the tasks of one op and of one edge, added to the task graph (FlexFlow §5.1).
+
+For an op o at configuration c, costs oc = model.op_cost(o, c):
+    F(o, d), B(o, d), U(o, d) for each device d of c: forward, backward, update (oc's times)
+    sync steps (oc.sync): one task per step on the links its groups use, after every B(o, .),
+        before U(o, .); also after the gradients of o's weights that other ops read came back
+For an edge e = (tensor t, producer p or the data loader or the weight's owner, consumer q):
+    forward steps (edge cost's forward_steps): a chain of tasks after every F(p, .) (none for
+        inputs and weights), before F(q, d); with no steps F(q, d) follows F(p, d)
+    backward steps: a chain after every B(q, .), before B(p, d) (for a weight: before p's sync)
+
+A producer's interface: `add_*(state, unit)` puts the unit's tasks into `state.tasks` with
+structural keys (sim.keys) that rise along its dependencies, records them in `state.op_tasks` or
+`state.edge_tasks`, and wires them to the tasks already there; `remove_*` takes them out. Delta
+simulation removes and re-adds the units a change touches. A new kind of work (a pipeline stage's
+sends, a sharded weight's gathers) is a new producer of this shape.
+"""
+
+from __future__ import annotations
+
+from stratagem.sim.keys import (
+    BACKWARD, FORWARD, SLOT_BACKWARD_STEPS, SLOT_COMPUTE, SLOT_STEPS, SLOT_SYNC, UPDATE, edge_step_sub,
+)
+from stratagem.sim.state import SimState
+from stratagem.sim.taskgraph import TaskMeta
+
+
+def add_op(state: SimState, name: str) -> None:
+    config = state.strategy[name]
+    cost = state.model.op_cost(name, config)
+    graph = state.tasks
+    tasks: dict[str, list[int]] = {"F": [], "B": [], "U": [], "sync": []}
+    for d in config.devices:
+        tasks["F"].append(graph.add(cost.forward_time_s, [d], [], state.key(FORWARD, name, SLOT_COMPUTE, d),
+                                    TaskMeta(f"{name} fwd", "forward", name)))
+    for d, f in zip(config.devices, tasks["F"]):
+        tasks["B"].append(graph.add(cost.backward_time_s, [d], [f], state.key(BACKWARD, name, SLOT_COMPUTE, d),
+                                    TaskMeta(f"{name} bwd", "backward", name)))
+    previous = list(tasks["B"])
+    for j, step in enumerate(cost.sync):
+        t = graph.add(step.time_s, graph.step_links(step), previous, state.key(BACKWARD, name, SLOT_SYNC, j),
+                      TaskMeta(f"{name} sync {step.kind}", "sync", name, step.num_bytes * len(step.groups)))
+        tasks["sync"].append(t)
+        previous = [t]
+    if cost.update_time_s > 0:
+        for d, b in zip(config.devices, tasks["B"]):
+            preds = previous if tasks["sync"] else [b]
+            tasks["U"].append(graph.add(cost.update_time_s, [d], preds, state.key(UPDATE, name, SLOT_COMPUTE, d),
+                                        TaskMeta(f"{name} update", "update", name)))
+    state.op_tasks[name] = tasks
+
+
+def remove_op(state: SimState, name: str) -> None:
+    for t in (t for ts in state.op_tasks.pop(name).values() for t in ts):
+        state.tasks.remove(t)
+
+
+def add_edge(state: SimState, k: int) -> None:
+    e = state.edges[k]
+    cost = state.edge_cost(k)
+    graph = state.tasks
+    fwd, bwd = [], []
+    weight = state.is_weight_edge(k)
+    previous = [] if (e.src_op is None or weight) else list(state.op_tasks[e.src_op]["F"])
+    for j, step in enumerate(cost.forward_steps):
+        t = graph.add(step.time_s, graph.step_links(step), previous,
+                      state.key(FORWARD, e.dst_op, SLOT_STEPS, edge_step_sub(k, j)),
+                      TaskMeta(f"{e.tensor} {step.kind}", "reschedule", e.dst_op, step.num_bytes * len(step.groups)))
+        fwd.append(t)
+        previous = [t]
+    for i, d in enumerate(state.strategy[e.dst_op].devices):
+        graph.store.add_preds(state.op_tasks[e.dst_op]["F"][i], _forward_sources(state, k, fwd, d))
+    if e.src_op is not None:
+        previous = list(state.op_tasks[e.dst_op]["B"])
+        for j, step in enumerate(cost.backward_steps):
+            t = graph.add(step.time_s, graph.step_links(step), previous,
+                          state.key(BACKWARD, e.dst_op, SLOT_BACKWARD_STEPS, edge_step_sub(k, j)),
+                          TaskMeta(f"grad {e.tensor} {step.kind}", "reschedule", e.dst_op,
+                                   step.num_bytes * len(step.groups)))
+            bwd.append(t)
+            previous = [t]
+        _wire_backward(state, k, bwd)
+    state.edge_tasks[k] = {"fwd": fwd, "bwd": bwd}
+
+
+def remove_edge(state: SimState, k: int) -> None:
+    for t in (t for ts in state.edge_tasks.pop(k).values() for t in ts):
+        state.tasks.remove(t)
+
+
+def _forward_sources(state: SimState, k: int, fwd: list[int], device: int) -> list[int]:
+    e = state.edges[k]
+    if fwd:
+        return [fwd[-1]]
+    if e.src_op is None or state.is_weight_edge(k):
+        return []
+    src = state.strategy[e.src_op]
+    f = state.op_tasks[e.src_op]["F"]
+    same = [f[i] for i, d in enumerate(src.devices) if d == device]
+    return same or list(f)
+
+
+def _wire_backward(state: SimState, k: int, bwd: list[int]) -> None:
+    e = state.edges[k]
+    owner = state.op_tasks[e.src_op]
+    store = state.tasks.store
+    if state.is_weight_edge(k):
+        targets = owner["sync"][:1] or owner["U"]
+        sources = bwd[-1:] or list(state.op_tasks[e.dst_op]["B"])
+        for t in targets:
+            store.add_preds(t, sources)
+        return
+    src = state.strategy[e.src_op]
+    dst = state.strategy[e.dst_op]
+    consumer_b = state.op_tasks[e.dst_op]["B"]
+    for i, d in enumerate(src.devices):
+        if bwd:
+            sources = [bwd[-1]]
+        else:
+            sources = [consumer_b[j] for j, dd in enumerate(dst.devices) if dd == d] or list(consumer_b)
+        store.add_preds(owner["B"][i], sources)

@@ -1,0 +1,55 @@
+"""What the pieces of one simulation share: the cost model, the strategy being simulated, the edges,
+and which tasks each op and edge has in the task graph.
+
+Task producers (`sim.producers`) fill `op_tasks` and `edge_tasks`; memory accounting
+(`sim.lifetimes`) reads them to say when each buffer lives; the Simulation (`sim.builder`)
+orchestrates both, full and delta. Every structural fact (views, what ops keep for backward,
+positions) is computed once here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from stratagem.cost.memory import saved_tensors
+from stratagem.sim.aliases import viewed_input
+from stratagem.sim.keys import structural_key
+from stratagem.sim.taskgraph import TaskGraph
+from stratagem.space import Configuration, Edge, check_reuse
+
+
+class SimState:
+    def __init__(self, model, strategy: Mapping[str, Configuration], reuse: Mapping[Edge, str]):
+        self.model, self.graph = model, model.graph
+        self.strategy = dict(strategy)          # per op; delta simulation edits it
+        self.reuse = dict(reuse)
+        self.position = {op.name: i for i, op in enumerate(self.graph.ops)}
+        self.viewed = {op.name: viewed_input(self.graph, op) for op in self.graph.ops}
+        self.saved = {op.name: frozenset(saved_tensors(self.graph, op)) for op in self.graph.ops}
+        self.edges = model.edges()
+        check_reuse(self.edges, self.reuse)
+        self.edges_of: dict[str, list[int]] = {}
+        for k, e in enumerate(self.edges):
+            for end in (e.src_op, e.dst_op):
+                if end is not None:
+                    self.edges_of.setdefault(end, []).append(k)
+        self.tasks = TaskGraph(model.cluster)
+        self.op_tasks: dict[str, dict[str, list[int]]] = {}     # op -> {"F", "B", "U", "sync"} -> tasks
+        self.edge_tasks: dict[int, dict[str, list[int]]] = {}   # edge -> {"fwd", "bwd"} -> step tasks
+
+    def key(self, phase: int, op: str, slot: int, sub: int) -> int:
+        return structural_key(phase, self.position[op], len(self.graph.ops), slot, sub)
+
+    def edge_cost(self, k: int):
+        return self.model.edge_cost_in(self.edges[k], self.strategy, self.reuse)
+
+    def is_weight_edge(self, k: int) -> bool:
+        e = self.edges[k]
+        return e.src_op is not None and self.graph.producer.get(e.tensor) is None
+
+    def same_layout(self, k: int) -> bool:
+        """The consumer reads the producer's shard as it is (no copy, no slice)."""
+        e = self.edges[k]
+        index = self.graph.op(e.dst_op).inputs.index(e.tensor)
+        return (self.model.layouts.output_layout(e.src_op, self.strategy[e.src_op])
+                == self.model.input_layout(e.dst_op, self.strategy[e.dst_op], index))

@@ -1,0 +1,101 @@
+"""The task graph being built: tasks in the engine's store (`TaskStore`), what reports need of each
+(its label, category, op, bytes moved), and the link resources a communication step holds.
+
+Resources: device d is resource d; link l of the cluster is resource N + l, so computation and
+communication overlap where dependencies allow (FlexFlow §5.1: links are devices). A collective
+step on a group holds the links of its ring (i -> i+1 around the group); a p2p step the route's.
+
+Task producers (`stratagem.sim.producers`) add and remove tasks only through `add` and `remove`;
+the timeline is the store's (`simulate`, `update`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from stratagem.sim.store import TaskStore
+from stratagem.sim.trace import TraceTask
+
+CATEGORIES = ("forward", "backward", "update", "sync", "reschedule")
+COMPUTE = 3          # categories below this index run on devices
+
+
+@dataclass(frozen=True)
+class TaskMeta:
+    label: str
+    category: str
+    op: str
+    num_bytes: float = 0.0
+
+
+class TaskGraph:
+    def __init__(self, cluster):
+        self.cluster = cluster
+        self.num_devices = cluster.num_devices
+        self.num_resources = self.num_devices + len(cluster.links)
+        self.store = TaskStore(self.num_resources)
+        self.meta: dict[int, TaskMeta] = {}
+        self._category = np.zeros(1024, dtype=np.int8)     # per task: index into CATEGORIES
+        self._device = np.zeros(1024, dtype=np.int64)      # per task: its device (compute tasks)
+        self._bytes = np.zeros(1024)                       # per task: bytes moved (communication)
+        self._links: dict[tuple, tuple[int, ...]] = {}
+
+    def add(self, duration: float, resources, preds, key: int, meta: TaskMeta) -> int:
+        t = self.store.add(float(duration), list(resources), sorted(set(preds)), key)
+        self.meta[t] = meta
+        if t >= len(self._category):
+            grow = max(t + 1, 2 * len(self._category))
+            self._category = np.resize(self._category, grow)
+            self._device = np.resize(self._device, grow)
+            self._bytes = np.resize(self._bytes, grow)
+        self._category[t] = CATEGORIES.index(meta.category)
+        self._device[t] = resources[0] if len(resources) else -1
+        self._bytes[t] = meta.num_bytes
+        return t
+
+    def remove(self, t: int) -> None:
+        self.store.remove(t)
+        self.meta.pop(t, None)
+
+    def step_links(self, step) -> tuple[int, ...]:
+        """The link resources a communication step's task holds."""
+        key = (step.kind, step.groups)
+        if key not in self._links:
+            links: set[int] = set()
+            for group in step.groups:
+                pairs = [group] if step.kind == "p2p" else \
+                    [(group[i], group[(i + 1) % len(group)]) for i in range(len(group))] if len(group) > 1 else []
+                for src, dst in pairs:
+                    if src != dst:
+                        links.update(self.cluster.route_ids(src, dst))
+            self._links[key] = tuple(sorted(self.num_devices + link for link in links))
+        return self._links[key]
+
+    # ---- what reports read --------------------------------------------------------------------
+    def totals(self) -> tuple[np.ndarray, float, float]:
+        """(compute busy time per device, communication time summed, communication bytes)."""
+        live = self.store.live
+        category = self._category[live]
+        duration = self.store.duration[live]
+        compute = category < COMPUTE
+        busy = np.bincount(self._device[live][compute], weights=duration[compute], minlength=self.num_devices)
+        return busy, float(duration[~compute].sum()), float(self._bytes[live][~compute].sum())
+
+    def trace_tasks(self):
+        store = self.store
+        for t in store.live:
+            meta = self.meta[int(t)]
+            yield TraceTask(meta.label, meta.category, tuple(int(r) for r in store.resources_of(int(t))),
+                            float(store.start[t]), float(store.end[t]),
+                            (("op", meta.op), ("bytes", meta.num_bytes)))
+
+    def resource_names(self) -> tuple[str, ...]:
+        names = [f"device {d} (node {self.cluster.node_of(d)})" for d in range(self.num_devices)]
+        names += [f"link {link.name}" if hasattr(link, "name") else f"link {i}"
+                  for i, link in enumerate(self.cluster.links)]
+        return tuple(names)
+
+    def resource_groups(self) -> tuple[str, ...]:
+        return ("devices",) * self.num_devices + ("links",) * len(self.cluster.links)
