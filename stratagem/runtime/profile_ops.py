@@ -18,8 +18,7 @@ from typing import Any
 import torch
 
 from stratagem import values
-from stratagem.cost.compute_table import ComputeTable, OpTiming, ProfileRequest
-from stratagem.cost.oplayouts import profile_requests
+from stratagem.cost import ComputeTable, OpTiming, ProfileRequest, profile_requests
 from stratagem.errors import ConfigError
 from stratagem.ir import Graph
 from stratagem.space import SpaceOptions
