@@ -104,8 +104,8 @@ class TaskStore:
 
     def _alloc(self, capacity: int) -> None:
         old = self.n
-        arrays = {"alive": bool, "bound_flag": bool, "bound": float, "duration": float, "topo": np.int64, "ready": float,
-                  "start": float, "end": float}
+        arrays = {"alive": bool, "bound_flag": bool, "bound": float, "duration": float, "topo": np.int64,
+                  "ready": float, "start": float, "end": float}
         for name, dtype in arrays.items():
             fresh = np.zeros(capacity, dtype=dtype)
             if hasattr(self, name):

@@ -124,7 +124,8 @@ def _pad_pairs(x, pad):
     return pairs
 
 
-@op(saves="nothing", shape=lambda x, *, pad, value=0.0: tuple(s + lo + hi for s, (lo, hi) in zip(x.shape, _pad_pairs(x, pad))),
+@op(saves="nothing",
+    shape=lambda x, *, pad, value=0.0: tuple(s + lo + hi for s, (lo, hi) in zip(x.shape, _pad_pairs(x, pad))),
     example=(([4, 6],), {"pad": (1, 2)}))
 def pad(x, *, pad, value=0.0):  # noqa: A002 - ATen's argument name (constant_pad_nd)
     """Constant padding; pairs (left, right) from the last dim backward; negative pads crop."""

@@ -84,7 +84,8 @@ def _attention_shapes(q, k, v, enable_gqa):
     return heads // kv_heads
 
 
-@op(saves="inputs_and_output", flops=_attention_flops, shape=lambda q, k, v, attn_mask=None, **_: (*q.shape[:3], v.shape[3]),
+@op(saves="inputs_and_output", flops=_attention_flops,
+    shape=lambda q, k, v, attn_mask=None, **_: (*q.shape[:3], v.shape[3]),
     example=(([2, 4, 5, 3], [2, 2, 6, 3], [2, 2, 6, 3]),
                                      {"is_causal": True, "enable_gqa": True}))
 def scaled_dot_product_attention(q, k, v, attn_mask=None, *, dropout_p=0.0, is_causal=False,
