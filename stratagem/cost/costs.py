@@ -83,8 +83,9 @@ class EdgeCost:
 @dataclass(frozen=True)
 class PlanCost:
     """A strategy's totals (TensorOpt Eq. 3). time_s and communication_time_s are the additive
-    sums; memory_bytes is the largest per-device sum of op and edge memory plus the largest
-    transient buffer (ops on sub-blocks of devices only count where they run)."""
+    sums; memory_bytes is the largest over devices of the op and edge memory there plus the
+    largest transient term there (cost.transient; ops on sub-blocks of devices only count where
+    they run)."""
 
     time_s: float
     memory_bytes: float

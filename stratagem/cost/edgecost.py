@@ -7,8 +7,11 @@
     backward  (only if the tensor needs a gradient and has a source op) the consumer's
               input-gradient layout -> the producer's output-gradient layout
     reuse     when producer and consumer both keep the tensor for backward (TensorOpt §4.2):
-              no re-scheduling -> one shared buffer (`shared`: the consumer's copy is not extra);
-              otherwise keep_both (default), keep_before, keep_after (costs.ReuseOption)
+              read as it is -> one shared buffer (`shared`: the consumer's copy is not extra);
+              re-scheduled -> keep_both (default), keep_before, keep_after (costs.ReuseOption);
+              sliced locally -> the consumer keeps its slice beside the producer's shard.
+              When only consumers keep it, m of them reading it as it is share one buffer
+              (`shared`, each charged 1/m)
 """
 
 from __future__ import annotations
@@ -76,16 +79,30 @@ def _distinct(layouts) -> list[TensorLayout]:
 def _reuse(model, tensor: str, src_op: str | None, dst_op: str, src: TensorLayout, dst: TensorLayout,
            forward: Redistribution) -> tuple[ReuseOption, ...]:
     graph = model.graph
-    if src_op is None or tensor not in saved_tensors(graph, graph.op(src_op)) \
-            or tensor not in saved_tensors(graph, graph.op(dst_op)):
+    if src_op is None or tensor not in saved_tensors(graph, graph.op(dst_op)):
         return ()
     spec = graph.tensors[tensor]
     itemsize = dtype_bytes(spec.dtype)
     src_bytes = float(src.local_num_elements(spec.shape) * itemsize)
     dst_bytes = float(dst.local_num_elements(spec.shape) * itemsize)
-    if not forward.steps:
+    as_is = not forward.steps and src == dst
+    if tensor not in saved_tensors(graph, graph.op(src_op)):
+        return _shared_by_consumers(graph, tensor, dst_bytes) if as_is else ()
+    if as_is:
         return (ReuseOption("shared", -dst_bytes, (), 0.0),)
+    if not forward.steps:          # a local slice the consumer keeps beside the producer's shard
+        return ()
     back = model.reschedule(spec, dst, src)
     return (ReuseOption("keep_both", 0.0, (), 0.0),
             ReuseOption("keep_before", -dst_bytes, forward.steps, forward.time_s),
             ReuseOption("keep_after", -src_bytes, back.steps, back.time_s))
+
+
+def _shared_by_consumers(graph, tensor: str, dst_bytes: float) -> tuple[ReuseOption, ...]:
+    """m consumers keep a tensor its producer does not, each reading the producer's shard as it
+    is: they hold one buffer, each charged 1/m of it (exact when all m read it as it is; when
+    only some do, those are charged less than the buffer they share)."""
+    keepers = sum(tensor in saved_tensors(graph, op) for op in graph.consumers[tensor])
+    if keepers < 2:
+        return ()
+    return (ReuseOption("shared", -dst_bytes * (1 - 1 / keepers), (), 0.0),)

@@ -17,6 +17,13 @@ after PyTorch's autograd formulas, derivatives.yaml; tdl.trace.SAVES):
   - every input that is not a weight or buffer (a linear keeps x to form dW = x^T dY;
     its weight is already counted in parameter_bytes), and for some ops (amax, pow) the output too.
 A weight belongs to the first op that reads it (ir.ownership.weight_owner); other readers get it over an edge.
+
+Which op outputs share their input's storage (PyTorch views: transpose, permute, expand, squeeze,
+slicing, a reshape of a contiguous tensor) is the op's record too (its `view`, tdl.trace.VIEWS):
+`viewed_input` says which input a view aliases. A reshape (flatten, unflatten) of a non-contiguous
+input copies in PyTorch; an input made by a "strided" view (transpose, permute, expand) is taken as
+non-contiguous. The simulator gives a view no buffer of its own (it keeps the buffer it reads alive
+for the view's readers); the transient memory (cost.transient) gives it none either.
 """
 
 from __future__ import annotations
@@ -64,6 +71,29 @@ class Optimizer:
     def update_traffic_per_element(self, param_itemsize: int) -> int:
         """Bytes an optimizer step moves per element: read/write param, read grad, read/write states."""
         return 3 * param_itemsize + 2 * self.state_bytes_per_element(param_itemsize)
+
+
+def kept_tensors(graph: Graph) -> frozenset[str]:
+    """Every activation some op keeps for its backward."""
+    return frozenset(t for op in graph.ops for t in saved_tensors(graph, op))
+
+
+def view_of(kind: str) -> str | None:
+    """The op kind's view kind (tdl.trace.VIEWS), from its record; None when it is no view."""
+    return LIBRARY[kind].view if kind in LIBRARY else None
+
+
+def viewed_input(graph: Graph, op: Op) -> str | None:
+    """The activation `op`'s output is a view of, or None when `op` is not a view of one."""
+    view = view_of(op.kind)
+    if view is None or len(op.outputs) != 1:
+        return None
+    data = [t for t in dict.fromkeys(op.inputs) if graph.tensors[t].role not in PARAMETER_ROLES]
+    if len(data) != 1 or graph.producer.get(data[0]) is None:
+        return None
+    if view == "reshape" and view_of(graph.producer[data[0]].kind) == "strided":
+        return None
+    return data[0]
 
 
 def saved_tensors(graph: Graph, op: Op) -> tuple[str, ...]:

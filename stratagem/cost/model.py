@@ -3,7 +3,8 @@
     m(o, s) = m_p + m_t,   t(o, s) = t_c + t_s                          Eq. 1   op_cost
     m(e, s_i, s_j) = reuse delta,   t(e, s_i, s_j) = t_x                 Eq. 2   edge_cost
     t(S) = sum_o t(o) + sum_e t(e);  c(S) = sum_o t_s + sum_e t_x         Eq. 3   plan_cost
-    m(S) = max over devices of the ops' and edges' memory there, plus the largest transient
+    m(S) = max over devices of the ops' and edges' memory there (P), plus the largest transient
+           term there (T: what lives only while one op runs forward, cost.transient)
 
 The parts: compute times (cost.compute: roofline, or a measured `ComputeTable`), collectives
 (cluster.Cluster: alpha-beta on the links used, contention, or a profiled `CommTable`), memory
@@ -25,11 +26,12 @@ from stratagem.cost.compute import ComputeModel
 from stratagem.cost.compute_table import ComputeTable, ProfileRequest
 from stratagem.cost.costs import EdgeCost, OpCost, PlanCost
 from stratagem.cost.edgecost import build_edge_cost
-from stratagem.cost.memory import Optimizer
+from stratagem.cost.memory import Optimizer, kept_tensors
 from stratagem.cost.opcost import build_op_cost
 from stratagem.cost.oplayouts import OpLayouts
 from stratagem.cost.redistribute import Redistribution
 from stratagem.cost.reschedule import Rescheduler
+from stratagem.cost.transient import transient_terms
 from stratagem.errors import ConfigError
 from stratagem.ir import Graph, Role, TensorSpec, dtype_bytes, weight_owner
 from stratagem.space import (
@@ -71,6 +73,7 @@ class CostModel:
         self._prices: dict[tuple, float] = {}
         self._configs: dict[tuple[str, SpaceOptions], tuple[Configuration, ...]] = {}
         self._edge_list: tuple[Edge, ...] | None = None
+        self._kept: frozenset[str] | None = None
 
     # ---- public API ---------------------------------------------------------------------------------
     def op_cost(self, op_name: str, config: Configuration) -> OpCost:
@@ -98,6 +101,13 @@ class CostModel:
         option = (reuse_of(strategy) if reuse is None else reuse).get(edge)
         return cost.with_reuse(option) if option and option != cost.default_reuse else cost
 
+    @property
+    def kept_tensors(self) -> frozenset[str]:
+        """Every activation some op keeps for its backward (cost.memory.kept_tensors), once."""
+        if self._kept is None:
+            self._kept = kept_tensors(self.graph)
+        return self._kept
+
     def configurations(self, op_name: str, options: SpaceOptions = SpaceOptions()) -> tuple[Configuration, ...]:
         key = (op_name, options)
         if key not in self._configs:
@@ -120,22 +130,24 @@ class CostModel:
         check_strategy(self.graph, strategy)
         check_reuse(self.edges(), reuse_of(strategy))
         memory = [0.0] * self.num_devices
-        time_s = communication_s = compute_s = transient = 0.0
+        time_s = communication_s = compute_s = 0.0
         for op in self.graph.ops:
             config = strategy[op.name]
             cost = self.op_cost(op.name, config)
             time_s, compute_s = time_s + cost.time_s, compute_s + cost.compute_time_s
             communication_s += cost.sync_time_s
-            transient = max(transient, cost.memory.temporary_bytes)
             for d in config.devices:
                 memory[d] += cost.memory_bytes - cost.memory.temporary_bytes
         for edge in self.edges():
             cost = self.edge_cost_in(edge, strategy)
             time_s, communication_s = time_s + cost.time_s, communication_s + cost.time_s
-            transient = max(transient, cost.temporary_bytes)
             for d in strategy[edge.dst_op].devices:
                 memory[d] += cost.extra_memory_bytes
-        peaks = tuple(m + transient for m in memory)
+        transient = [0.0] * self.num_devices
+        for num_bytes, devices, _ in transient_terms(self, strategy):
+            for d in devices:
+                transient[d] = max(transient[d], num_bytes)
+        peaks = tuple(m + t for m, t in zip(memory, transient))
         return PlanCost(time_s, max(peaks), communication_s, compute_s, peaks)
 
     # ---- shared pieces (used by opcost and edgecost) -------------------------------------------------

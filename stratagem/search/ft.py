@@ -44,6 +44,7 @@ from stratagem.search.tables import (
 )
 
 O0, O1 = ("o", 0), ("o", 1)
+SAME_TIME = 1e-12     # relative: float sums of one strategy's costs in different orders differ by less
 
 
 @dataclass(frozen=True)
@@ -403,14 +404,16 @@ def frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions(),
 
 
 def merged(first: FTResult, second: FTResult) -> FTResult:
-    """The frontier of the union of two results' points (memory ascending, time descending)."""
+    """The frontier of the union of two results' points (memory ascending, time descending).
+    Times equal but for summation order (the same costs added in another order by another pass,
+    within `SAME_TIME` relative) count as equal: the leaner point stays."""
     points, best = [], float("inf")
     for p in sorted(first.points + second.points, key=lambda p: (p.mem, p.time)):
-        if p.time < best:
+        if best == float("inf") or p.time < best - SAME_TIME * abs(best):
             points.append(p)
             best = p.time
     stats = dict(first.stats, seconds=first.stats.get("seconds", 0) + second.stats.get("seconds", 0),
-                 passes=2)
+                 passes=first.stats.get("passes", 1) + second.stats.get("passes", 1))
     return FTResult(tuple(points), first.heuristic_fixes + second.heuristic_fixes, stats)
 
 

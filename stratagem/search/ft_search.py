@@ -2,8 +2,9 @@
 (TensorOpt §3), and the `ft` search, its min-time end.
 
     search space   coarsened groups, each with its anchor's configurations (search.space)
-    FT             search.ft over the space's cost problem; when hubs were fixed heuristically, a
-                   second pass fixes them as data parallel has them and the union's frontier is kept
+    FT             search.ft over the space's cost problem, on peak memory (search.ft_peak: one pass
+                   per threshold on the largest transient term); when hubs were fixed heuristically,
+                   a second run fixes them as data parallel has them and the union's frontier is kept
     plans          every point unrolled to a strategy and simulated (context.make_plan)
     alternatives   data parallel, simulated, when it lies in the space: FT picks by additive costs,
                    so the modes weigh it beside the frontier
@@ -16,7 +17,8 @@ from dataclasses import dataclass, field, replace
 
 from stratagem.plan import Frontier, Plan
 from stratagem.search.context import PlanningContext, make_plan, runnable_space
-from stratagem.search.ft import FTOptions, frontier_tracking, merged
+from stratagem.search.ft import FTOptions, merged
+from stratagem.search.ft_peak import peak_frontier_tracking
 from stratagem.search.space import FT_SPACE, SearchSpace, build_search_space
 from stratagem.search.strategies import data_parallel_strategy
 from stratagem.space import Configuration, SpaceOptions
@@ -39,10 +41,10 @@ def frontier(ctx: PlanningContext, options: FTSearchOptions = FTSearchOptions())
     """The (peak memory, iteration time) frontier by Frontier Tracking (TensorOpt §3)."""
     search_space = build_search_space(ctx.model, runnable_space(options.space, options.runnable))
     data_parallel = data_parallel_strategy(ctx)
-    result = frontier_tracking(search_space.problem, options.ft)
+    result = peak_frontier_tracking(search_space.problem, options.ft)
     baseline = search_space.index_of(data_parallel) if result.heuristic_fixes else None
     if baseline is not None:        # a second pass that fixes hubs as data parallel has them
-        result = merged(result, frontier_tracking(search_space.problem, options.ft, prefer=baseline))
+        result = merged(result, peak_frontier_tracking(search_space.problem, options.ft, prefer=baseline))
     fixes = [{"op": search_space.groups[f.node].anchor, "config": str(search_space.configs[f.node][f.config]),
               "reason": f.reason} for f in result.heuristic_fixes]
     plans = []

@@ -7,6 +7,8 @@
                   + re-scheduling inside the group and from the data loader
     edge cost   = per pair (k, p) and reuse option r: edge_cost between the members the edge joins
                   (t = forward + backward re-scheduling; m = the option's memory; Eq. 2)
+    transient   = per node configuration, the largest term inside the group; per edge option, the
+                  edge's term (cost.transient): a strategy's peak adds the largest of its terms
 
 so that the additive totals of a strategy are TensorOpt's Eq. 3. `SearchSpace.strategy(point)`
 turns a solution back into a configuration for every op and a reuse option for every edge;
@@ -23,6 +25,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from stratagem.cost.memory import saved_tensors, viewed_input
+from stratagem.cost.transient import edge_transient_bytes, op_transient_bytes, plan_transient
 from stratagem.ir import Graph, Role
 from stratagem.search.coarsen import Group, coarsen, derive_follower_config
 from stratagem.search.problem import CostProblem, EdgeCosts
@@ -79,11 +83,12 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
     group_of = {m: g for g, group in enumerate(groups) for m in group.members}
     configs = tuple(_configurations(model, group.anchor, options) for group in groups)
     members = tuple(member_configs(model, group, cfgs) for group, cfgs in zip(groups, configs))
-    node_mem, node_time = [], []
+    node_mem, node_time, node_transient = [], [], []
     for g, group in enumerate(groups):
         m, t = _node_costs(model, group, members[g], len(configs[g]), group_of, g)
         node_mem.append(m)
         node_time.append(t)
+        node_transient.append(_node_transient(model, group, members[g], len(configs[g])))
     edges, cross = [], []
     cache: dict[tuple, tuple] = {}
     for k, edge in enumerate(model.edges()):
@@ -95,11 +100,11 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
         key = _edge_key(model, edge, members[gs][edge.src_op], members[gd][edge.dst_op])
         if key not in cache:
             cache[key] = _edge_table(model, edge, members[gs][edge.src_op], members[gd][edge.dst_op])
-        mem, time, names = cache[key]
-        edges.append(EdgeCosts(gs, gd, mem, time, f"{edge.tensor}:{edge.src_op}->{edge.dst_op}"))
+        mem, time, names, transient = cache[key]
+        edges.append(EdgeCosts(gs, gd, mem, time, str(edge), transient))
         cross.append(CrossEdge(k, gs, gd, names))
     problem = CostProblem(tuple(node_mem), tuple(node_time), tuple(edges),
-                          tuple(group.anchor for group in groups))
+                          tuple(group.anchor for group in groups), tuple(node_transient))
     return SearchSpace(groups, configs, members, problem, tuple(cross))
 
 
@@ -153,6 +158,21 @@ def _node_costs(model, group: Group, members, n: int, group_of, g: int) -> tuple
     return mem, time
 
 
+def _node_transient(model, group: Group, members, n: int) -> np.ndarray:
+    """Per configuration, the largest transient term inside the group (cost.transient): its
+    members' own, and those of the edges between members or from graph inputs."""
+    found = np.zeros(n)
+    in_group = set(group.members)
+    for name in group.members:
+        found = np.maximum(found, [op_transient_bytes(model, name, c) for c in members[name]])
+    for edge in model.edges():
+        if edge.dst_op in in_group and (edge.src_op is None or edge.src_op in in_group):
+            found = np.maximum(found, [edge_transient_bytes(model, edge, members[edge.src_op][k] if edge.src_op
+                                                            else None, members[edge.dst_op][k])
+                                       for k in range(n)])
+    return found
+
+
 def _edge_key(model, edge, src_configs, dst_configs) -> tuple:
     graph = model.graph
     spec = graph.tensors[edge.tensor]
@@ -160,33 +180,33 @@ def _edge_key(model, edge, src_configs, dst_configs) -> tuple:
     return (analysis_key(graph, src_op), analysis_key(graph, dst_op), spec.shape, spec.dtype,
             spec.role, src_op.inputs.index(edge.tensor) if edge.tensor in src_op.inputs else
             src_op.outputs.index(edge.tensor), dst_op.inputs.index(edge.tensor), src_configs, dst_configs,
-            edge.tensor in (src_op.saved or ()), edge.tensor in (dst_op.saved or ()))
+            edge.tensor in (src_op.saved or ()), edge.tensor in (dst_op.saved or ()),
+            sum(edge.tensor in saved_tensors(graph, op) for op in graph.consumers[edge.tensor]),
+            tuple(t in model.kept_tensors for t in dst_op.outputs), viewed_input(graph, dst_op) is not None)
 
 
 def _edge_table(model, edge, src_configs, dst_configs):
+    """[R, K_src, K_dst] memory, time and transient term per reuse option, and the options' names."""
     ks, kd = len(src_configs), len(dst_configs)
     costs = [[model.edge_cost(edge.tensor, edge.src_op, a, edge.dst_op, b) for b in dst_configs]
              for a in src_configs]
     r = max(max(1, len(c.reuse)) for row in costs for c in row)
-    mem = np.full((r, ks, kd), np.inf)
-    time = np.full((r, ks, kd), np.inf)
+    mem, time, transient = (np.full((r, ks, kd), np.inf) for _ in range(3))
     names: list[tuple[str, ...]] = []
     for i, row in enumerate(costs):
         for j, cost in enumerate(row):
-            options = cost.reuse or ()
-            if not options:
-                mem[0, i, j], time[0, i, j] = cost.extra_memory_bytes, cost.time_s
-                names.append((cost.default_reuse or "",))
-                continue
-            for o, option in enumerate(options):
-                chosen = cost if option.name == cost.default_reuse else cost.with_reuse(option.name)
+            options = [o.name for o in cost.reuse] or [cost.default_reuse]
+            for o, name in enumerate(options):
+                chosen = cost if name == cost.default_reuse else cost.with_reuse(name)
                 mem[o, i, j], time[o, i, j] = chosen.extra_memory_bytes, chosen.time_s
-            names.append(tuple(option.name for option in options))
-    return mem, time, tuple(names)
+                transient[o, i, j] = edge_transient_bytes(model, edge, src_configs[i], dst_configs[j], name)
+            names.append(tuple(name or "" for name in options))
+    return mem, time, tuple(names), transient
 
 
 def additive_cost(model, strategy: Mapping[str, Configuration]) -> tuple[float, float]:
-    """(memory, time) of a strategy (and its reuse choices) by Eq. 3, straight from the cost model."""
+    """(peak memory, time) of a strategy (and its reuse choices) as FT counts them, straight from
+    the cost model: Eq. 3's sums, plus the largest transient term (cost.transient)."""
     mem = time = 0.0
     for op in model.graph.ops:
         cost = model.op_cost(op.name, strategy[op.name])
@@ -196,7 +216,7 @@ def additive_cost(model, strategy: Mapping[str, Configuration]) -> tuple[float, 
         cost = model.edge_cost_in(edge, strategy)
         mem += cost.extra_memory_bytes
         time += cost.time_s
-    return mem, time
+    return mem + plan_transient(model, strategy)[0], time
 
 
 __all__ = ["FT_SPACE", "SearchSpace", "additive_cost", "build_search_space", "member_configs", "Role"]

@@ -8,7 +8,7 @@
   - a re-scheduled copy lives from its first step until the consumer's forward, or its backward if
     the consumer keeps it (unless the reuse option is keep_before); step scratch lives while the
     steps run; keep_after drops the producer's copy after forward (TensorOpt's tensor reuse);
-  - a view (`sim.aliases`) has no buffer: the one it reads lives on for the view's users.
+  - a view (`cost.memory.viewed_input`) has no buffer: the one it reads lives on for the view's users.
 Gradients of activations are not counted (transient, at most a few layers' worth).
 
 `op_buffers` and `edge_buffers` are asked after every unit's tasks exist (a buffer's life ends at
@@ -159,9 +159,10 @@ def _forward_readers(state: SimState, name: str, device: int, tensor: str) -> tu
 
 
 def _slice_buffers(state: SimState, k: int) -> list[Buffer]:
-    """A consumer that keeps a local slice of its input (no communication) holds that slice."""
+    """A consumer that keeps a local slice of its input (no communication) holds that slice; one
+    that keeps a graph input holds its shard of it (the loader's batch, kept for backward)."""
     e = state.edges[k]
-    if e.src_op is None or state.is_weight_edge(k) or state.same_layout(k):
+    if e.src_op is not None and (state.is_weight_edge(k) or state.same_layout(k)):
         return []
     if e.tensor not in state.saved[e.dst_op]:
         return []

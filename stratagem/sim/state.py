@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from stratagem.cost.memory import saved_tensors
-from stratagem.sim.aliases import viewed_input
+from stratagem.cost.memory import saved_tensors, viewed_input
 from stratagem.sim.keys import structural_key
 from stratagem.sim.taskgraph import TaskGraph
 from stratagem.space import Configuration, Edge, check_reuse

@@ -7,6 +7,7 @@ import pytest
 from stratagem.cost import CostModel
 from stratagem.cost.memory import saved_tensors
 from stratagem.ir import Op
+from stratagem.sim.builder import simulate
 from stratagem.space import Configuration
 from tests.cost.graphs import mlp
 
@@ -23,12 +24,13 @@ def test_data_parallel_mlp_with_adam_matches_hand_computation(checked):
     gradients = params * 4
     adam = params * 2 * 4                    # m and v in fp32
     saved = (B // P) * D * 4 + (B // P) * H * 4     # fc1 keeps x, fc2 keeps h (local batch)
-    transient = (B // P) * H * 4             # largest output its op does not keep: fc1's h
+    transient = (B // P) * D * 4             # largest output no op keeps: fc2's (fc1's h is kept by fc2)
     fc1 = model.op_cost("fc1", dp).memory
     assert (fc1.parameter_bytes, fc1.gradient_bytes, fc1.optimizer_bytes) == (H * D * 4, H * D * 4, H * D * 8)
     assert fc1.activation_bytes == (B // P) * D * 4
     assert plan.memory_bytes == weights + gradients + adam + saved + transient
     assert plan.per_device_memory_bytes == (plan.memory_bytes,) * P
+    assert simulate(model, {"fc1": dp, "fc2": dp}).peak_memory_bytes == plan.memory_bytes
 
 
 def test_optimizers_and_mixed_precision(checked):
