@@ -75,6 +75,12 @@ class Fields:
             raise self.error(key, "a non-empty string", value)
         return value
 
+    def boolean(self, key: str, default: Any = ...) -> bool:
+        value = self.raw(key, default)
+        if not isinstance(value, bool):
+            raise self.error(key, "true or false", value)
+        return value
+
     def sequence(self, key: str, default: Any = ...) -> list[Any]:
         value = self.raw(key, default)
         if not isinstance(value, (list, tuple)):

@@ -20,7 +20,8 @@ File format (every bandwidth per direction in bytes/s, every latency in s, per h
                  (vertices: device:<i>, <switch name>, <tree name>.sw<k>, <tree name>.cpu<s>),
                  attach_link (device <-> NIC, when NICs attach to devices)
     collectives: optional protocols [{name, base_latency_s, latency_scale, bandwidth_factor}],
-                 reduction_s_per_byte
+                 reduction_s_per_byte, overlap_compute (default false: a rank waits for its
+                 collectives, as stratagem.runtime does; true: a dataflow runtime overlaps them)
 """
 
 from __future__ import annotations
@@ -116,12 +117,13 @@ def parse_spec(data: Any, source: str) -> ClusterSpec:
     if nodes > 1 and network is None:
         raise top.error("network", "a network section when nodes > 1", None)
     collectives = top.sub("collectives") if top.has("collectives") else Fields({}, source, "collectives")
-    collectives.check_known({"protocols", "reduction_s_per_byte"})
+    collectives.check_known({"protocols", "reduction_s_per_byte", "overlap_compute"})
     return ClusterSpec(
         name=top.text("name"), description=str(top.raw("description", "")), num_nodes=nodes,
         devices_per_node=per, device=_device(top.sub("device")), fabrics=fabrics, network=network,
         protocols=_protocols(collectives),
-        reduction_s_per_byte=collectives.number("reduction_s_per_byte", 0.0, positive=False))
+        reduction_s_per_byte=collectives.number("reduction_s_per_byte", 0.0, positive=False),
+        overlap_compute=collectives.boolean("overlap_compute", False))
 
 
 def _check_unique_names(top: Fields, fabrics: tuple[Fabric, ...]) -> None:

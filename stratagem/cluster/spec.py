@@ -146,6 +146,11 @@ class ClusterSpec:
     network: NetworkSpec | None
     protocols: tuple[Protocol, ...] = NCCL_PROTOCOLS
     reduction_s_per_byte: float = 0.0     # gamma: time to reduce one byte (0: fused into copies)
+    # Whether a rank computes while its collectives run. False (stratagem.runtime's way on every
+    # backend: DTensor's redistribute with async_op=False makes the rank, or its compute stream,
+    # wait for each collective): a communication task holds its group's devices as well as its
+    # links. True: a dataflow runtime (FlexFlow's Legion) overlaps them where dependencies allow.
+    overlap_compute: bool = False
 
     @property
     def num_devices(self) -> int:

@@ -76,8 +76,8 @@ class Simulation:
         return self.state.op_tasks
 
     def step_resources(self, step) -> tuple[int, ...]:
-        """The link resources a communication step's task holds (searches bound link busy time)."""
-        return self.state.tasks.step_links(step)
+        """The resources a communication step's task holds (searches bound their busy time)."""
+        return self.state.tasks.step_resources(step)
 
     # ---- delta --------------------------------------------------------------------------------
     def change(self, op: str, config: Configuration) -> SimulationResult:
@@ -110,15 +110,22 @@ class Simulation:
             self.run()
         self.model.op_cost(op, config)      # validates the configuration before any edit
         state = self.state
-        for k in state.edges_of.get(op, ()):
+        followers = {state.next_on(op, d) for d in set(state.strategy[op].devices) | set(config.devices)} - {None}
+        rewired = list(dict.fromkeys(state.edges_of.get(op, ())))
+        rewired += [k for q in followers for k in state.edges_of.get(q, ())   # their turn follows op's forward
+                    if state.edges[k].dst_op == q and k not in rewired]
+        for k in rewired:
             producers.remove_edge(state, k)
             self.edge_buffers.pop(k, None)
         producers.remove_op(state, op)
         state.strategy[op] = config
         producers.add_op(state, op)
-        for k in state.edges_of.get(op, ()):
+        for k in rewired:
             producers.add_edge(state, k)
         ops, edges = lifetimes.touched_by(state, op)
+        for q in followers:
+            more_ops, more_edges = lifetimes.touched_by(state, q)
+            ops, edges = ops | more_ops, edges | more_edges
         for name in ops:
             self.op_buffers[name] = lifetimes.op_buffers(state, name)
         for k in edges:

@@ -6,7 +6,9 @@ For an op o at configuration c, costs oc = model.op_cost(o, c):
         before U(o, .); also after the gradients of o's weights that other ops read came back
 For an edge e = (tensor t, producer p or the data loader or the weight's owner, consumer q):
     forward steps (edge cost's forward_steps): a chain of tasks after every F(p, .) (none for
-        inputs and weights), before F(q, d); with no steps F(q, d) follows F(p, d)
+        inputs and weights) and after each of q's devices reached q's turn (`SimState.turn_of`:
+        the runtime moves q's inputs right before q runs), before F(q, d); with no steps F(q, d)
+        follows F(p, d)
     backward steps: a chain after every B(q, .), before B(p, d) (for a weight: before p's sync)
 
 A producer's interface: `add_*(state, unit)` puts the unit's tasks into `state.tasks` with
@@ -38,7 +40,7 @@ def add_op(state: SimState, name: str) -> None:
                                     TaskMeta(f"{name} bwd", "backward", name)))
     previous = list(tasks["B"])
     for j, step in enumerate(cost.sync):
-        t = graph.add(step.time_s, graph.step_links(step), previous, state.key(BACKWARD, name, SLOT_SYNC, j),
+        t = graph.add(step.time_s, graph.step_resources(step), previous, state.key(BACKWARD, name, SLOT_SYNC, j),
                       TaskMeta(f"{name} sync {step.kind}", "sync", name, step.num_bytes * len(step.groups)))
         tasks["sync"].append(t)
         previous = [t]
@@ -62,8 +64,10 @@ def add_edge(state: SimState, k: int) -> None:
     fwd, bwd = [], []
     weight = state.is_weight_edge(k)
     previous = [] if (e.src_op is None or weight) else list(state.op_tasks[e.src_op]["F"])
+    if cost.forward_steps:
+        previous += state.turn_of(e.dst_op)
     for j, step in enumerate(cost.forward_steps):
-        t = graph.add(step.time_s, graph.step_links(step), previous,
+        t = graph.add(step.time_s, graph.step_resources(step), previous,
                       state.key(FORWARD, e.dst_op, SLOT_STEPS, edge_step_sub(k, j)),
                       TaskMeta(f"{e.tensor} {step.kind}", "reschedule", e.dst_op, step.num_bytes * len(step.groups)))
         fwd.append(t)
@@ -73,7 +77,7 @@ def add_edge(state: SimState, k: int) -> None:
     if e.src_op is not None:
         previous = list(state.op_tasks[e.dst_op]["B"])
         for j, step in enumerate(cost.backward_steps):
-            t = graph.add(step.time_s, graph.step_links(step), previous,
+            t = graph.add(step.time_s, graph.step_resources(step), previous,
                           state.key(BACKWARD, e.dst_op, SLOT_BACKWARD_STEPS, edge_step_sub(k, j)),
                           TaskMeta(f"grad {e.tensor} {step.kind}", "reschedule", e.dst_op,
                                    step.num_bytes * len(step.groups)))

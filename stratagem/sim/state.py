@@ -36,6 +36,34 @@ class SimState:
         self.op_tasks: dict[str, dict[str, list[int]]] = {}     # op -> {"F", "B", "U", "sync"} -> tasks
         self.edge_tasks: dict[int, dict[str, list[int]]] = {}   # edge -> {"fwd", "bwd"} -> step tasks
 
+    def previous_on(self, name: str, device: int) -> str | None:
+        """The op before `name` in program order (graph order) that runs on `device`, or None."""
+        ops = self.graph.ops
+        for i in range(self.position[name] - 1, -1, -1):
+            if device in self.strategy[ops[i].name].devices:
+                return ops[i].name
+        return None
+
+    def next_on(self, name: str, device: int) -> str | None:
+        """The op after `name` in program order that runs on `device`, or None."""
+        ops = self.graph.ops
+        for i in range(self.position[name] + 1, len(ops)):
+            if device in self.strategy[ops[i].name].devices:
+                return ops[i].name
+        return None
+
+    def turn_of(self, name: str) -> list[int]:
+        """The tasks after which each device of `name`'s configuration reaches name's turn in
+        forward: F(r, d) of the op r before it there (the runtime, a sequential interpreter, moves
+        an op's inputs right before running it)."""
+        found = []
+        for d in self.strategy[name].devices:
+            before = self.previous_on(name, d)
+            if before is not None:
+                config, tasks = self.strategy[before], self.op_tasks[before]["F"]
+                found.append(tasks[config.devices.index(d)])
+        return found
+
     def key(self, phase: int, op: str, slot: int, sub: int) -> int:
         return structural_key(phase, self.position[op], len(self.graph.ops), slot, sub)
 

@@ -1,9 +1,12 @@
 """The task graph being built: tasks in the engine's store (`TaskStore`), what reports need of each
 (its label, category, op, bytes moved), and the link resources a communication step holds.
 
-Resources: device d is resource d; link l of the cluster is resource N + l, so computation and
-communication overlap where dependencies allow (FlexFlow §5.1: links are devices). A collective
-step on a group holds the links of its ring (i -> i+1 around the group); a p2p step the route's.
+Resources: device d is resource d; link l of the cluster is resource N + l (FlexFlow §5.1: links
+are devices). A collective step on a group holds the links of its ring (i -> i+1 around the group);
+a p2p step the route's. Where the cluster's runtime makes a rank wait for its collectives
+(`ClusterSpec.overlap_compute` False, stratagem.runtime's way) a step also holds the devices of its
+groups, so a device computes or communicates, one at a time; otherwise computation and
+communication overlap where dependencies allow (FlexFlow's dataflow assumption).
 
 Task producers (`stratagem.sim.producers`) add and remove tasks only through `add` and `remove`;
 the timeline is the store's (`simulate`, `update`).
@@ -41,6 +44,7 @@ class TaskGraph:
         self._device = np.zeros(1024, dtype=np.int64)      # per task: its device (compute tasks)
         self._bytes = np.zeros(1024)                       # per task: bytes moved (communication)
         self._links: dict[tuple, tuple[int, ...]] = {}
+        self.blocking = not cluster.spec.overlap_compute
 
     def add(self, duration: float, resources, preds, key: int, meta: TaskMeta) -> int:
         t = self.store.add(float(duration), list(resources), sorted(set(preds)), key)
@@ -59,8 +63,9 @@ class TaskGraph:
         self.store.remove(t)
         self.meta.pop(t, None)
 
-    def step_links(self, step) -> tuple[int, ...]:
-        """The link resources a communication step's task holds."""
+    def step_resources(self, step) -> tuple[int, ...]:
+        """The resources a communication step's task holds: the links its groups use, and their
+        devices when a rank waits for its collectives (`blocking`)."""
         key = (step.kind, step.groups)
         if key not in self._links:
             links: set[int] = set()
@@ -70,7 +75,8 @@ class TaskGraph:
                 for src, dst in pairs:
                     if src != dst:
                         links.update(self.cluster.route_ids(src, dst))
-            self._links[key] = tuple(sorted(self.num_devices + link for link in links))
+            devices = sorted({d for group in step.groups for d in group}) if self.blocking else []
+            self._links[key] = tuple(devices) + tuple(sorted(self.num_devices + link for link in links))
         return self._links[key]
 
     # ---- what reports read --------------------------------------------------------------------

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from stratagem.cluster import Cluster, load
 from stratagem.cost import CostModel
 from stratagem.sim.builder import Simulation
 from stratagem.space import Configuration, Level
@@ -24,8 +26,7 @@ def times(sim, op, kind, device_index=0):
     return sim.store.start[t], sim.store.end[t]
 
 
-def test_three_ops_on_two_devices_task_by_task(model):
-    """fc1 and softmax data parallel, fc2 column parallel: checked against hand-derived times."""
+def _three_ops(model):
     dp, act_dp, column = Configuration.of(b=2), Configuration.of(d0=2), Configuration.of(j=2)
     sim = Simulation(model, {"fc1": dp, "act": act_dp, "fc2": column})
     result = sim.run()
@@ -34,10 +35,17 @@ def test_three_ops_on_two_devices_task_by_task(model):
     assert [s.kind for s in gather.forward_steps] == ["all_gather"]
     assert [s.kind for s in gather.backward_steps] == ["reduce_scatter"]   # P(sum) -> S(0)
     assert model.edge_cost("h", "fc1", dp, "act", act_dp).forward_steps == ()
-    ag, rs = gather.forward_time_s, gather.backward_time_s
     (sync,) = fc1.sync                                                     # data-parallel all-reduce
     assert fc2.sync == ()                                                  # column-parallel weights
+    return sim, result, fc1, act, fc2, gather, sync
 
+
+def test_three_ops_on_two_devices_task_by_task(model):
+    """fc1 and softmax data parallel, fc2 column parallel, on a cluster whose ranks wait for their
+    collectives (stratagem.runtime's way): every task holds both devices in turn, so the timeline
+    is the tasks one after another, checked against hand-derived times."""
+    sim, result, fc1, act, fc2, gather, sync = _three_ops(model)
+    ag, rs = gather.forward_time_s, gather.backward_time_s
     t = fc1.forward_time_s
     for d in range(2):
         assert times(sim, "fc1", "F", d) == pytest.approx((0.0, t))
@@ -46,12 +54,11 @@ def test_three_ops_on_two_devices_task_by_task(model):
     assert times(sim, "fc2", "F") == pytest.approx((t, t + fc2.forward_time_s))
     t += fc2.forward_time_s
     assert times(sim, "fc2", "B") == pytest.approx((t, t + fc2.backward_time_s))
-    t += fc2.backward_time_s
+    t += fc2.backward_time_s + rs            # the reduce-scatter holds the devices
     assert times(sim, "fc2", "U") == pytest.approx((t, t + fc2.update_time_s))
-    # FIFO on the device: act's backward waits for the reduce-scatter and for fc2's update
-    t_act = max(t + rs, t + fc2.update_time_s)
-    assert times(sim, "act", "B") == pytest.approx((t_act, t_act + act.backward_time_s))
-    t = t_act + act.backward_time_s
+    t += fc2.update_time_s                   # ready before act's backward, so first in FIFO
+    assert times(sim, "act", "B") == pytest.approx((t, t + act.backward_time_s))
+    t += act.backward_time_s
     assert times(sim, "fc1", "B") == pytest.approx((t, t + fc1.backward_time_s))
     t += fc1.backward_time_s
     sync_task = sim.op_tasks["fc1"]["sync"][0]
@@ -59,10 +66,33 @@ def test_three_ops_on_two_devices_task_by_task(model):
     t += sync.time_s
     assert times(sim, "fc1", "U") == pytest.approx((t, t + fc1.update_time_s))
     assert result.iteration_time_s == pytest.approx(t + fc1.update_time_s)
-    links = sim.store.resources_of(sync_task)
-    assert len(links) and all(r >= 2 for r in links)                # on links, not on devices
+    resources = sim.store.resources_of(sync_task).tolist()
+    assert resources[:2] == [0, 1] and len(resources) > 2 and all(r >= 2 for r in resources[2:])
     # 6 forward + 6 backward + 4 updates (softmax has no weights) + 1 sync + 2 re-scheduling steps
     assert result.num_tasks == 19
+    additive = sum(c.time_s for c in (fc1, act, fc2)) + gather.time_s
+    assert result.iteration_time_s == pytest.approx(additive)        # nothing overlaps: Eq. 3's sum
+
+
+def test_three_ops_overlapping_communication_task_by_task():
+    """The same plan on a cluster whose runtime computes while collectives run (FlexFlow's
+    dataflow assumption, `overlap_compute`): communication holds links only."""
+    spec = dataclasses.replace(load("v100-2x8").spec, overlap_compute=True)
+    model = CostModel(mlp(64, 256, 512, activation=True), Cluster(spec), num_devices=2)
+    sim, result, fc1, act, fc2, gather, sync = _three_ops(model)
+    ag, rs = gather.forward_time_s, gather.backward_time_s
+    t = fc1.forward_time_s + act.forward_time_s + ag
+    assert times(sim, "fc2", "F") == pytest.approx((t, t + fc2.forward_time_s))
+    t += fc2.forward_time_s + fc2.backward_time_s
+    assert times(sim, "fc2", "U") == pytest.approx((t, t + fc2.update_time_s))
+    # FIFO on the device: act's backward waits for the reduce-scatter and for fc2's update
+    t_act = max(t + rs, t + fc2.update_time_s)
+    assert times(sim, "act", "B") == pytest.approx((t_act, t_act + act.backward_time_s))
+    t = t_act + act.backward_time_s + fc1.backward_time_s
+    sync_task = sim.op_tasks["fc1"]["sync"][0]
+    assert (sim.store.start[sync_task], sim.store.end[sync_task]) == pytest.approx((t, t + sync.time_s))
+    assert all(r >= 2 for r in sim.store.resources_of(sync_task))      # on links, not on devices
+    assert result.iteration_time_s == pytest.approx(t + sync.time_s + fc1.update_time_s)
 
 
 def timeline(sim):
