@@ -117,9 +117,12 @@ class Simulation:
         for k in rewired:
             producers.remove_edge(state, k)
             self.edge_buffers.pop(k, None)
+        left = set(state.strategy[op].devices) - set(config.devices)
         producers.remove_op(state, op)
         state.strategy[op] = config
         producers.add_op(state, op)
+        for d in left:
+            producers.bridge(state, op, d)
         for k in rewired:
             producers.add_edge(state, k)
         ops, edges = lifetimes.touched_by(state, op)

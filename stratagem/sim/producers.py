@@ -1,7 +1,10 @@
 """Task producers: the tasks of one op and of one edge, added to the task graph (FlexFlow §5.1).
 
 For an op o at configuration c, costs oc = model.op_cost(o, c):
-    F(o, d), B(o, d), U(o, d) for each device d of c: forward, backward, update (oc's times)
+    F(o, d), B(o, d), U(o, d) for each device d of c: forward, backward, update (oc's times);
+        each device runs forward in program order and backward in reverse, as the runtime (a
+        sequential interpreter, then autograd) does: F(o, d) after F(the op before o on d),
+        B(o, d) after B(the op after o on d) (`_chain`)
     sync steps (oc.sync): one task per step on the links its groups use, after every B(o, .),
         before U(o, .); also after the gradients of o's weights that other ops read came back
 For an edge e = (tensor t, producer p or the data loader or the weight's owner, consumer q):
@@ -38,6 +41,8 @@ def add_op(state: SimState, name: str) -> None:
     for d, f in zip(config.devices, tasks["F"]):
         tasks["B"].append(graph.add(cost.backward_time_s, [d], [f], state.key(BACKWARD, name, SLOT_COMPUTE, d),
                                     TaskMeta(f"{name} bwd", "backward", name)))
+    state.op_tasks[name] = tasks
+    _chain(state, name)
     previous = list(tasks["B"])
     for j, step in enumerate(cost.sync):
         t = graph.add(step.time_s, graph.step_resources(step), previous, state.key(BACKWARD, name, SLOT_SYNC, j),
@@ -49,7 +54,32 @@ def add_op(state: SimState, name: str) -> None:
             preds = previous if tasks["sync"] else [b]
             tasks["U"].append(graph.add(cost.update_time_s, [d], preds, state.key(UPDATE, name, SLOT_COMPUTE, d),
                                         TaskMeta(f"{name} update", "update", name)))
-    state.op_tasks[name] = tasks
+
+
+def _chain(state: SimState, name: str) -> None:
+    """Program order on each device of `name`: its forward after the forward of the op before it
+    there, and the next op's forward after its own; backward the other way round."""
+    store, tasks = state.tasks.store, state.op_tasks[name]
+    for i, d in enumerate(state.strategy[name].devices):
+        before, after = state.previous_on(name, d), state.next_on(name, d)
+        if before is not None and before in state.op_tasks:
+            store.add_preds(tasks["F"][i], [_task_on(state, before, "F", d)])
+            store.add_preds(_task_on(state, before, "B", d), [tasks["B"][i]])
+        if after is not None and after in state.op_tasks:
+            store.add_preds(_task_on(state, after, "F", d), [tasks["F"][i]])
+            store.add_preds(tasks["B"][i], [_task_on(state, after, "B", d)])
+
+
+def bridge(state: SimState, name: str, device: int) -> None:
+    """After `name` left `device`: the ops before and after it there in program order, chained."""
+    before, after = state.previous_on(name, device), state.next_on(name, device)
+    if before is not None and after is not None:
+        state.tasks.store.add_preds(_task_on(state, after, "F", device), [_task_on(state, before, "F", device)])
+        state.tasks.store.add_preds(_task_on(state, before, "B", device), [_task_on(state, after, "B", device)])
+
+
+def _task_on(state: SimState, name: str, kind: str, device: int) -> int:
+    return state.op_tasks[name][kind][state.strategy[name].devices.index(device)]
 
 
 def remove_op(state: SimState, name: str) -> None:
