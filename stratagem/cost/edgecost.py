@@ -10,8 +10,8 @@
               read as it is -> one shared buffer (`shared`: the consumer's copy is not extra);
               re-scheduled -> keep_both (default), keep_before, keep_after (costs.ReuseOption);
               sliced locally -> the consumer keeps its slice beside the producer's shard.
-              When only consumers keep it, m of them reading it as it is share one buffer
-              (`shared`, each charged 1/m)
+              When only consumers keep it, each pays its own (several reading it as it is share
+              one buffer: cost.sharing counts that, given the whole strategy or by FT's flag)
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def _reuse(model, tensor: str, src_op: str | None, dst_op: str, src: TensorLayou
     dst_bytes = float(dst.local_num_elements(spec.shape) * itemsize)
     as_is = not forward.steps and src == dst
     if tensor not in saved_tensors(graph, graph.op(src_op)):
-        return _shared_by_consumers(graph, tensor, dst_bytes) if as_is else ()
+        return ()
     if as_is:
         return (ReuseOption("shared", -dst_bytes, (), 0.0),)
     if not forward.steps:          # a local slice the consumer keeps beside the producer's shard
@@ -96,13 +96,3 @@ def _reuse(model, tensor: str, src_op: str | None, dst_op: str, src: TensorLayou
     return (ReuseOption("keep_both", 0.0, (), 0.0),
             ReuseOption("keep_before", -dst_bytes, forward.steps, forward.time_s),
             ReuseOption("keep_after", -src_bytes, back.steps, back.time_s))
-
-
-def _shared_by_consumers(graph, tensor: str, dst_bytes: float) -> tuple[ReuseOption, ...]:
-    """m consumers keep a tensor its producer does not, each reading the producer's shard as it
-    is: they hold one buffer, each charged 1/m of it (exact when all m read it as it is; when
-    only some do, those are charged less than the buffer they share)."""
-    keepers = sum(tensor in saved_tensors(graph, op) for op in graph.consumers[tensor])
-    if keepers < 2:
-        return ()
-    return (ReuseOption("shared", -dst_bytes * (1 - 1 / keepers), (), 0.0),)

@@ -31,6 +31,7 @@ from stratagem.cost.opcost import build_op_cost
 from stratagem.cost.oplayouts import OpLayouts
 from stratagem.cost.redistribute import Redistribution
 from stratagem.cost.reschedule import Rescheduler
+from stratagem.cost.sharing import SharedTensor, shared_tensors, sharing_credits
 from stratagem.cost.transient import transient_terms
 from stratagem.errors import ConfigError
 from stratagem.ir import Graph, Role, TensorSpec, dtype_bytes, weight_owner
@@ -74,6 +75,7 @@ class CostModel:
         self._configs: dict[tuple[str, SpaceOptions], tuple[Configuration, ...]] = {}
         self._edge_list: tuple[Edge, ...] | None = None
         self._kept: frozenset[str] | None = None
+        self._shared: tuple[SharedTensor, ...] | None = None
 
     # ---- public API ---------------------------------------------------------------------------------
     def op_cost(self, op_name: str, config: Configuration) -> OpCost:
@@ -100,6 +102,13 @@ class CostModel:
         cost = self.edge_cost(edge.tensor, edge.src_op, src, edge.dst_op, strategy[edge.dst_op])
         option = (reuse_of(strategy) if reuse is None else reuse).get(edge)
         return cost.with_reuse(option) if option and option != cost.default_reuse else cost
+
+    @property
+    def shared_tensors(self) -> tuple[SharedTensor, ...]:
+        """Activations two or more consumers keep and their producer does not (cost.sharing), once."""
+        if self._shared is None:
+            self._shared = shared_tensors(self.graph)
+        return self._shared
 
     @property
     def kept_tensors(self) -> frozenset[str]:
@@ -143,6 +152,9 @@ class CostModel:
             time_s, communication_s = time_s + cost.time_s, communication_s + cost.time_s
             for d in strategy[edge.dst_op].devices:
                 memory[d] += cost.extra_memory_bytes
+        for num_bytes, devices in sharing_credits(self, strategy):
+            for d in devices:
+                memory[d] -= num_bytes
         transient = [0.0] * self.num_devices
         for num_bytes, devices, _ in transient_terms(self, strategy):
             for d in devices:

@@ -10,7 +10,8 @@ Per device, the peak memory of a training iteration under strategy S is modelled
         node term  T_i(k)       = i's outputs that no op keeps for backward, in i's layout
                                   (a view has none: it aliases the buffer it reads)
         edge term  T_e(k, p, r) = the source's buffer of the tensor, unless it is kept for backward
-                                  (by its producer, or by this consumer reading it as it is)
+                                  (by its producer, or by a consumer reading it as it is: this
+                                  one, or another, cost.sharing's flag for FT)
                                 + the consumer's re-scheduled copy, unless the consumer keeps it
                                   (under reuse option r: keep_before drops it, keep_after drops the
                                   producer's copy instead)
@@ -29,7 +30,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+import numpy as np
+
 from stratagem.cost.memory import saved_tensors, viewed_input
+from stratagem.cost.sharing import kept_producer_buffers
 from stratagem.ir import dtype_bytes
 from stratagem.space import Configuration, Edge
 
@@ -47,29 +51,79 @@ def op_transient_bytes(model, op_name: str, config: Configuration) -> float:
 
 
 def edge_transient_bytes(model, edge: Edge, src_config: Configuration | None, dst_config: Configuration,
-                         option: str | None = None) -> float:
-    """T_e(k, p, r): what lives while the consumer of `edge` runs forward because of this edge."""
-    graph = model.graph
+                         option: str | None = None, kept_by_another: bool = False) -> float:
+    """T_e(k, p, r): what lives while the consumer of `edge` runs forward because of this edge.
+    `kept_by_another`: another consumer keeps the producer's buffer, reading it as it is."""
     own = op_transient_bytes(model, edge.dst_op, dst_config)
-    if edge.src_op is None or edge.tensor not in graph.op(edge.src_op).outputs:
+    if not _produced(model, edge):
         return own                       # graph inputs and weights: resident or loader-owned
     cost = model.edge_cost(edge.tensor, edge.src_op, src_config, edge.dst_op, dst_config)
-    option = option or cost.default_reuse
-    spec = graph.tensors[edge.tensor]
-    consumer = graph.op(edge.dst_op)
+    src_layout, dst_layout = _edge_layouts(model, edge, src_config, dst_config)
+    spec = model.graph.tensors[edge.tensor]
+    return _edge_term(_keeps(model, edge), cost, option or cost.default_reuse, kept_by_another, own,
+                      src_layout.local_num_elements(spec.shape) * dtype_bytes(spec.dtype),
+                      dst_layout.local_num_elements(spec.shape) * dtype_bytes(spec.dtype),
+                      src_layout == dst_layout)
+
+
+def edge_transient_table(model, edge: Edge, src_configs, dst_configs, costs, option_names,
+                         kept_by_another: bool = False) -> np.ndarray:
+    """[R, K_src, K_dst]: T_e over every pair of configurations and reuse option (np.inf where a
+    pair has fewer options); `costs[i][j]` the edge's cost and `option_names[i * K_dst + j]` its
+    options, as search.space prices them. Equal to `edge_transient_bytes` entry by entry, with each
+    configuration's layouts and buffer sizes computed once."""
+    ks, kd = len(src_configs), len(dst_configs)
+    table = np.full((max(len(n) for n in option_names), ks, kd), np.inf)
+    own = [op_transient_bytes(model, edge.dst_op, c) for c in dst_configs]
+    if not _produced(model, edge):
+        table[:, :, :] = own
+        return table
+    spec = model.graph.tensors[edge.tensor]
     itemsize = dtype_bytes(spec.dtype)
-    src_layout = model.layouts.output_layout(edge.src_op, src_config)
-    dst_layout = model.input_layout(edge.dst_op, dst_config, consumer.inputs.index(edge.tensor))
-    producer_keeps = edge.tensor in saved_tensors(graph, graph.op(edge.src_op)) and option != "keep_after"
-    consumer_keeps = edge.tensor in saved_tensors(graph, consumer) and option != "keep_before"
-    reads_as_is = src_layout == dst_layout
+    src = [model.layouts.output_layout(edge.src_op, c) for c in src_configs]
+    position = model.graph.op(edge.dst_op).inputs.index(edge.tensor)
+    dst = [model.input_layout(edge.dst_op, c, position) for c in dst_configs]
+    src_bytes = [lay.local_num_elements(spec.shape) * itemsize for lay in src]
+    dst_bytes = [lay.local_num_elements(spec.shape) * itemsize for lay in dst]
+    keeps = _keeps(model, edge)
+    for i in range(ks):
+        for j in range(kd):
+            cost = costs[i][j]
+            for r, name in enumerate(option_names[i * kd + j]):
+                table[r, i, j] = _edge_term(keeps, cost, name or cost.default_reuse, kept_by_another, own[j],
+                                            src_bytes[i], dst_bytes[j], src[i] == dst[j])
+    return table
+
+
+def _produced(model, edge: Edge) -> bool:
+    return edge.src_op is not None and edge.tensor in model.graph.op(edge.src_op).outputs
+
+
+def _edge_layouts(model, edge: Edge, src_config: Configuration, dst_config: Configuration):
+    consumer = model.graph.op(edge.dst_op)
+    return (model.layouts.output_layout(edge.src_op, src_config),
+            model.input_layout(edge.dst_op, dst_config, consumer.inputs.index(edge.tensor)))
+
+
+def _keeps(model, edge: Edge) -> tuple[bool, bool]:
+    """Whether the producer, and the consumer, keep the edge's tensor for backward."""
+    graph = model.graph
+    return (edge.tensor in saved_tensors(graph, graph.op(edge.src_op)),
+            edge.tensor in saved_tensors(graph, graph.op(edge.dst_op)))
+
+
+def _edge_term(keeps: tuple[bool, bool], cost, option: str | None, kept_by_another: bool, own: float,
+               src_bytes: float, dst_bytes: float, reads_as_is: bool) -> float:
+    """T_e from its pieces (the module's formula)."""
+    producer_keeps = (keeps[0] and option != "keep_after") or kept_by_another
+    consumer_keeps = keeps[1] and option != "keep_before"
     total = own
     if not (producer_keeps or (consumer_keeps and reads_as_is)):
-        total += src_layout.local_num_elements(spec.shape) * itemsize
+        total += src_bytes
     if cost.forward_steps:
         total += cost.temporary_bytes
         if not consumer_keeps:
-            total += dst_layout.local_num_elements(spec.shape) * itemsize
+            total += dst_bytes
     return float(total)
 
 
@@ -79,10 +133,12 @@ def transient_terms(model, strategy: Mapping[str, Configuration]) -> Iterator[tu
         config = strategy[op.name]
         yield op_transient_bytes(model, op.name, config), config.devices, op.name
     reuse = getattr(strategy, "reuse", {})
+    shared = kept_producer_buffers(model, strategy)
     for edge in model.edges():
         src = strategy[edge.src_op] if edge.src_op else None
         dst = strategy[edge.dst_op]
-        yield edge_transient_bytes(model, edge, src, dst, reuse.get(edge)), dst.devices, str(edge)
+        yield (edge_transient_bytes(model, edge, src, dst, reuse.get(edge), edge.tensor in shared),
+               dst.devices, str(edge))
 
 
 def plan_transient(model, strategy: Mapping[str, Configuration]) -> tuple[float, str]:

@@ -9,6 +9,8 @@
                   (t = forward + backward re-scheduling; m = the option's memory; Eq. 2)
     transient   = per node configuration, the largest term inside the group; per edge option, the
                   edge's term (cost.transient): a strategy's peak adds the largest of its terms
+    flags       = a group producing buffers several consumers keep carries a flag per such buffer in
+                  its configuration index (search.flags), so that shared buffers count exactly
 
 so that the additive totals of a strategy are TensorOpt's Eq. 3. `SearchSpace.strategy(point)`
 turns a solution back into a configuration for every op and a reuse option for every edge;
@@ -26,9 +28,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from stratagem.cost.memory import saved_tensors, viewed_input
-from stratagem.cost.transient import edge_transient_bytes, op_transient_bytes, plan_transient
+from stratagem.cost.sharing import SharedTensor, kept_producer_buffers, sharing_credits
+from stratagem.cost.transient import edge_transient_bytes, edge_transient_table, op_transient_bytes, plan_transient
 from stratagem.ir import Graph, Role
 from stratagem.search.coarsen import Group, coarsen, derive_follower_config
+from stratagem.search.flags import expand_edge, expand_nodes, flagged_tensors, flags_of_strategy, node_flag_memory
 from stratagem.search.problem import CostProblem, EdgeCosts
 from stratagem.space import Configuration, SpaceOptions
 from stratagem.tdl.graphops import analysis_key
@@ -51,28 +55,41 @@ class SearchSpace:
     members: tuple[dict[str, tuple[Configuration, ...]], ...]
     problem: CostProblem
     cross_edges: tuple[CrossEdge, ...]
+    flags: tuple[tuple[SharedTensor, ...], ...] = ()    # per group (search.flags); (): none
+
+    def num_flags(self, g: int) -> int:
+        """F_g: how many flag values group g's configuration index carries (k' = k * F_g + f)."""
+        return 1 << len(self.flags[g]) if self.flags else 1
+
+    def config(self, g: int, index: int) -> Configuration:
+        """Group g's anchor configuration at problem index k' (its flags dropped)."""
+        return self.configs[g][index // self.num_flags(g)]
 
     def strategy(self, assignment, options=None) -> tuple[dict[str, Configuration], dict[tuple, str]]:
         """Configurations of every op, and non-default reuse choices by (tensor, src, dst)."""
+        base = [k // self.num_flags(g) for g, k in enumerate(assignment)]
         strategy: dict[str, Configuration] = {}
-        for g, k in enumerate(assignment):
+        for g, k in enumerate(base):
             for op, per_config in self.members[g].items():
                 strategy[op] = per_config[k]
         reuse: dict[tuple, str] = {}
         for e, r in zip(self.cross_edges, options or [0] * len(self.cross_edges)):
-            k, p = assignment[e.src_group], assignment[e.dst_group]
+            k, p = base[e.src_group], base[e.dst_group]
             names = e.options[k * len(self.configs[e.dst_group]) + p]
             reuse[e.model_edge] = names[r] if r < len(names) else names[0]
         return strategy, reuse
 
-    def index_of(self, strategy: Mapping[str, Configuration]) -> tuple[int, ...] | None:
-        """The group assignment a strategy corresponds to, if it lies in this space."""
+    def index_of(self, model, strategy: Mapping[str, Configuration]) -> tuple[int, ...] | None:
+        """The problem assignment of a strategy (its exact flags), if it lies in this space."""
+        kept = kept_producer_buffers(model, strategy)
         found = []
         for g, group in enumerate(self.groups):
             try:
-                found.append(self.configs[g].index(strategy[group.anchor]))
+                k = self.configs[g].index(strategy[group.anchor])
             except ValueError:
                 return None
+            flags = flags_of_strategy(model, self.flags[g], kept) if self.flags else 0
+            found.append(k * self.num_flags(g) + flags)
         return tuple(found)
 
 
@@ -83,12 +100,16 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
     group_of = {m: g for g, group in enumerate(groups) for m in group.members}
     configs = tuple(_configurations(model, group.anchor, options) for group in groups)
     members = tuple(member_configs(model, group, cfgs) for group, cfgs in zip(groups, configs))
+    flags = flagged_tensors(model, groups, group_of)
     node_mem, node_time, node_transient = [], [], []
     for g, group in enumerate(groups):
         m, t = _node_costs(model, group, members[g], len(configs[g]), group_of, g)
-        node_mem.append(m)
-        node_time.append(t)
-        node_transient.append(_node_transient(model, group, members[g], len(configs[g])))
+        extra = node_flag_memory(model, flags[g], members[g], len(configs[g])) if flags[g] else None
+        node_mem.append(expand_nodes(m, 1 << len(flags[g]), extra))
+        node_time.append(expand_nodes(t, 1 << len(flags[g])))
+        node_transient.append(np.stack([_node_transient(model, group, members[g], len(configs[g]),
+                                                        _kept_by_flag(flags[g], f))
+                                        for f in range(1 << len(flags[g]))], axis=1).ravel())
     edges, cross = [], []
     cache: dict[tuple, tuple] = {}
     for k, edge in enumerate(model.edges()):
@@ -101,11 +122,19 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
         if key not in cache:
             cache[key] = _edge_table(model, edge, members[gs][edge.src_op], members[gd][edge.dst_op])
         mem, time, names, transient = cache[key]
+        if flags[gs] or flags[gd]:
+            mem, time, transient = expand_edge(model, edge, (mem, time, transient), flags[gs], flags[gd],
+                                               members[gs][edge.src_op], members[gd][edge.dst_op], names)
         edges.append(EdgeCosts(gs, gd, mem, time, str(edge), transient))
         cross.append(CrossEdge(k, gs, gd, names))
     problem = CostProblem(tuple(node_mem), tuple(node_time), tuple(edges),
                           tuple(group.anchor for group in groups), tuple(node_transient))
-    return SearchSpace(groups, configs, members, problem, tuple(cross))
+    return SearchSpace(groups, configs, members, problem, tuple(cross), flags)
+
+
+def _kept_by_flag(flags, f: int) -> frozenset[str]:
+    """The shared tensors whose producer's buffer flag value f keeps."""
+    return frozenset(s.tensor for bit, s in enumerate(flags) if f >> bit & 1)
 
 
 def _configurations(model, op_name: str, options: SpaceOptions) -> tuple[Configuration, ...]:
@@ -158,9 +187,10 @@ def _node_costs(model, group: Group, members, n: int, group_of, g: int) -> tuple
     return mem, time
 
 
-def _node_transient(model, group: Group, members, n: int) -> np.ndarray:
+def _node_transient(model, group: Group, members, n: int, kept: frozenset[str] = frozenset()) -> np.ndarray:
     """Per configuration, the largest transient term inside the group (cost.transient): its
-    members' own, and those of the edges between members or from graph inputs."""
+    members' own, and those of the edges between members or from graph inputs. `kept`: shared
+    tensors whose producer's buffer a flag keeps (search.flags)."""
     found = np.zeros(n)
     in_group = set(group.members)
     for name in group.members:
@@ -168,7 +198,8 @@ def _node_transient(model, group: Group, members, n: int) -> np.ndarray:
     for edge in model.edges():
         if edge.dst_op in in_group and (edge.src_op is None or edge.src_op in in_group):
             found = np.maximum(found, [edge_transient_bytes(model, edge, members[edge.src_op][k] if edge.src_op
-                                                            else None, members[edge.dst_op][k])
+                                                            else None, members[edge.dst_op][k], None,
+                                                            edge.tensor in kept)
                                        for k in range(n)])
     return found
 
@@ -191,7 +222,7 @@ def _edge_table(model, edge, src_configs, dst_configs):
     costs = [[model.edge_cost(edge.tensor, edge.src_op, a, edge.dst_op, b) for b in dst_configs]
              for a in src_configs]
     r = max(max(1, len(c.reuse)) for row in costs for c in row)
-    mem, time, transient = (np.full((r, ks, kd), np.inf) for _ in range(3))
+    mem, time = (np.full((r, ks, kd), np.inf) for _ in range(2))
     names: list[tuple[str, ...]] = []
     for i, row in enumerate(costs):
         for j, cost in enumerate(row):
@@ -199,8 +230,8 @@ def _edge_table(model, edge, src_configs, dst_configs):
             for o, name in enumerate(options):
                 chosen = cost if name == cost.default_reuse else cost.with_reuse(name)
                 mem[o, i, j], time[o, i, j] = chosen.extra_memory_bytes, chosen.time_s
-                transient[o, i, j] = edge_transient_bytes(model, edge, src_configs[i], dst_configs[j], name)
             names.append(tuple(name or "" for name in options))
+    transient = edge_transient_table(model, edge, src_configs, dst_configs, costs, names)
     return mem, time, tuple(names), transient
 
 
@@ -216,6 +247,7 @@ def additive_cost(model, strategy: Mapping[str, Configuration]) -> tuple[float, 
         cost = model.edge_cost_in(edge, strategy)
         mem += cost.extra_memory_bytes
         time += cost.time_s
+    mem -= sum(num_bytes for num_bytes, _ in sharing_credits(model, strategy))
     return mem + plan_transient(model, strategy)[0], time
 
 

@@ -29,3 +29,27 @@ def unrolled(steps: int = 2, batch: int = 64, width: int = 256, dtype: str = "fl
     tensors.append(TensorSpec("y", (batch, width), dtype, Role.ACTIVATION, 0))
     ops.append(Op("out", "linear", (f"h{steps}", "wo"), ("y",)))
     return Graph.build("unrolled", tensors, ops, ["y"])
+
+
+def fanout(readers: int = 3, batch: int = 64, width: int = 256, dtype: str = "float32") -> Graph:
+    """x -> fc0 -> h; s = h + x (add keeps nothing); s read by `readers` linears that each keep it
+    (a norm's output read by q, k and v); their outputs multiplied together (mul keeps its inputs,
+    so one unkept tensor is live at a time). s is one buffer for every reader that reads it as add
+    lays it out (cost.sharing)."""
+    tensors = [TensorSpec("x", (batch, width), dtype, Role.INPUT, 0),
+               TensorSpec("w0", (width, width), dtype, Role.WEIGHT),
+               TensorSpec("h", (batch, width), dtype, Role.ACTIVATION, 0),
+               TensorSpec("s", (batch, width), dtype, Role.ACTIVATION, 0)]
+    ops = [Op("fc0", "linear", ("x", "w0"), ("h",)), Op("add", "add", ("h", "x"), ("s",))]
+    total = None
+    for i in range(readers):
+        tensors += [TensorSpec(f"w{i + 1}", (width, width), dtype, Role.WEIGHT),
+                    TensorSpec(f"y{i}", (batch, width), dtype, Role.ACTIVATION, 0)]
+        ops.append(Op(f"fc{i + 1}", "linear", ("s", f"w{i + 1}"), (f"y{i}",)))
+        if total is None:
+            total = f"y{i}"
+            continue
+        tensors.append(TensorSpec(f"prod{i}", (batch, width), dtype, Role.ACTIVATION, 0))
+        ops.append(Op(f"prod{i}", "mul", (total, f"y{i}"), (f"prod{i}",)))
+        total = f"prod{i}"
+    return Graph.build("fanout", tensors, ops, [total])
