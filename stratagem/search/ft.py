@@ -54,10 +54,12 @@ class FTOptions:
     workers: int = 2                # threads for large combines
     memory_resolution: float = 0.0  # > 0: memories within this relative step count as equal
     max_width: int | None = None    # > 0: frontiers thinned to this many tuples (approximate)
+    peak_passes: int | None = None  # > 0: at most this many FT passes over peak thresholds
+                                    # (search.ft_peak; approximate when thresholds remain)
 
     @property
     def exact(self) -> bool:
-        return self.memory_resolution == 0 and self.max_width is None
+        return self.memory_resolution == 0 and self.max_width is None and self.peak_passes is None
 
 
 @dataclass(frozen=True)
@@ -399,6 +401,7 @@ def frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions(),
                               tuple(nodes[i] for i in range(problem.num_nodes)),
                               tuple(opts.get(e, 0) for e in range(len(problem.edges)))))
     stats = dict(state.counts, chains=[len(c) for c in state.chains],
+                 exact=options.memory_resolution == 0 and options.max_width is None and not state.fixes,
                  seconds=_time.perf_counter() - start)
     return FTResult(tuple(points), tuple(state.fixes), stats)
 
@@ -413,7 +416,8 @@ def merged(first: FTResult, second: FTResult) -> FTResult:
             points.append(p)
             best = p.time
     stats = dict(first.stats, seconds=first.stats.get("seconds", 0) + second.stats.get("seconds", 0),
-                 passes=first.stats.get("passes", 1) + second.stats.get("passes", 1))
+                 passes=first.stats.get("passes", 1) + second.stats.get("passes", 1),
+                 exact=bool(first.stats.get("exact")) and bool(second.stats.get("exact")))
     return FTResult(tuple(points), first.heuristic_fixes + second.heuristic_fixes, stats)
 
 

@@ -16,7 +16,10 @@ F(tau_j) lies within tau, so F(tau) = F(tau_j); between tau_j+1 and that maximum
 F(tau) = F(tau_j+1). Every threshold is thus covered, and a strategy S with largest term
 T(S) = tau has a point p of F(tau) no worse in (P, time) with T(p) <= tau: reported at
 P(p) + T(p) <= P(S) + T(S). Each pass drops the largest transient level still on the frontier, so
-the passes are few (the distinct levels along the frontier, not the distinct terms).
+the passes are the distinct levels along the frontiers, not the distinct terms.
+
+`FTOptions.peak_passes` caps the passes (the planner's setting); the frontier is then exact only
+if no threshold was left, which the stats say (`peak_thresholds_left`).
 """
 
 from __future__ import annotations
@@ -37,10 +40,11 @@ def peak_frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions(
     start = _time.perf_counter()
     thresholds = _thresholds(problem)
     result = FTResult(())
-    tau, passes = float("inf"), 0
+    tau, passes, left, exact = float("inf"), 0, 0, True
     while True:
         found = frontier_tracking(problem if tau == float("inf") else problem.within(tau), options, prefer)
         passes += 1
+        exact = exact and bool(found.stats.get("exact"))
         if not found.points:
             break
         peaks = [problem.transient_of(p.assignment, p.options) for p in found.points]
@@ -49,8 +53,12 @@ def peak_frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions(
         below = thresholds[thresholds < max(peaks)]
         if not below.size:
             break
+        if options.peak_passes is not None and passes >= options.peak_passes:
+            left = int(below.size)
+            break
         tau = float(below[-1])
-    stats = dict(found.stats, passes=passes, thresholds=len(thresholds), seconds=_time.perf_counter() - start)
+    stats = dict(found.stats, passes=passes, thresholds=len(thresholds), peak_thresholds_left=left,
+                 exact=exact and not left, seconds=_time.perf_counter() - start)
     return FTResult(result.points, tuple(dict.fromkeys(result.heuristic_fixes)), stats)
 
 

@@ -25,8 +25,10 @@ from stratagem.space import Configuration, SpaceOptions
 
 # FT as the planner runs it: frontiers thinned to 16 tuples (both ends kept exactly), and nodes with
 # edges across more than 24 groups fixed first (TensorOpt's heuristic elimination, for tied
-# embeddings and encoder outputs). FTOptions() is exact; the frontier records which it used.
-PLANNER_FT = FTOptions(max_width=16, hub_span=24)
+# embeddings and encoder outputs), and at most 4 passes over peak thresholds (search.ft_peak: the
+# top pass and three below the largest transient levels; the Transformer at 16 has 16 or more).
+# FTOptions() is exact; the frontier records which it used.
+PLANNER_FT = FTOptions(max_width=16, hub_span=24, peak_passes=4)
 
 
 @dataclass(frozen=True)
@@ -42,10 +44,11 @@ def frontier(ctx: PlanningContext, options: FTSearchOptions = FTSearchOptions())
     search_space = build_search_space(ctx.model, runnable_space(options.space, options.runnable))
     data_parallel = data_parallel_strategy(ctx)
     result = peak_frontier_tracking(search_space.problem, options.ft)
-    baseline = search_space.index_of(data_parallel) if result.heuristic_fixes else None
-    if baseline is not None:        # a second pass that fixes hubs as data parallel has them
-        result = merged(result, peak_frontier_tracking(search_space.problem, options.ft, prefer=baseline))
-    fixes = [{"op": search_space.groups[f.node].anchor, "config": str(search_space.configs[f.node][f.config]),
+    baseline = search_space.index_of(ctx.model, data_parallel) if result.heuristic_fixes else None
+    if baseline is not None:        # a second run that fixes hubs as data parallel has them (its top pass)
+        preferred = replace(options.ft, peak_passes=1)
+        result = merged(result, peak_frontier_tracking(search_space.problem, preferred, prefer=baseline))
+    fixes = [{"op": search_space.groups[f.node].anchor, "config": str(search_space.config(f.node, f.config)),
               "reason": f.reason} for f in result.heuristic_fixes]
     plans = []
     for point in result.points:
@@ -54,7 +57,8 @@ def frontier(ctx: PlanningContext, options: FTSearchOptions = FTSearchOptions())
                                {"heuristic_fixes": fixes} if fixes else None))
     stats = dict(result.stats, groups=len(search_space.groups),
                  configs_per_group=max(len(c) for c in search_space.configs),
-                 exact=options.ft.exact and not fixes, max_width=options.ft.max_width, hub_span=options.ft.hub_span)
+                 exact=bool(result.stats.get("exact")) and not fixes, max_width=options.ft.max_width,
+                 hub_span=options.ft.hub_span, peak_passes=options.ft.peak_passes)
     return Frontier(plans, {"algorithm": "ft", "stats": stats, "heuristic_fixes": fixes},
                     _alternatives(ctx, search_space, data_parallel))
 

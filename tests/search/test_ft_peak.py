@@ -65,3 +65,13 @@ def test_passes_are_the_levels_along_the_frontier_not_every_term():
     assert len(problem.transient_values()) == 7       # 0 and six terms
     assert result.stats["passes"] == 2
     assert result.pairs == brute_force_frontier(problem).pairs()
+
+
+def test_a_pass_cap_says_the_frontier_is_not_exact():
+    problem = CostProblem((np.array([0.0, 10.0, 12.0]),), (np.array([1.0, 5.0, 9.0]),), (), ("a",),
+                          (np.array([100.0, 50.0, 1.0]),))
+    full = peak_frontier_tracking(problem, FTOptions(workers=1))
+    capped = peak_frontier_tracking(problem, FTOptions(workers=1, peak_passes=1))
+    assert full.pairs == brute_force_frontier(problem).pairs() and full.stats["exact"]
+    assert capped.pairs == [(100.0, 1.0)]
+    assert capped.stats["peak_thresholds_left"] == 2 and not capped.stats["exact"]
