@@ -101,15 +101,17 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
     configs = tuple(_configurations(model, group.anchor, options) for group in groups)
     members = tuple(member_configs(model, group, cfgs) for group, cfgs in zip(groups, configs))
     flags = flagged_tensors(model, groups, group_of)
+    inner: list[list] = [[] for _ in groups]          # edges inside a group, or into it from graph inputs
+    for edge in model.edges():
+        if edge.src_op is None or group_of[edge.src_op] == group_of[edge.dst_op]:
+            inner[group_of[edge.dst_op]].append(edge)
     node_mem, node_time, node_transient = [], [], []
     for g, group in enumerate(groups):
         m, t = _node_costs(model, group, members[g], len(configs[g]), group_of, g)
         extra = node_flag_memory(model, flags[g], members[g], len(configs[g])) if flags[g] else None
         node_mem.append(expand_nodes(m, 1 << len(flags[g]), extra))
         node_time.append(expand_nodes(t, 1 << len(flags[g])))
-        node_transient.append(np.stack([_node_transient(model, group, members[g], len(configs[g]),
-                                                        _kept_by_flag(flags[g], f))
-                                        for f in range(1 << len(flags[g]))], axis=1).ravel())
+        node_transient.append(_node_transient(model, group, members[g], len(configs[g]), flags[g], inner[g]))
     edges, cross = [], []
     cache: dict[tuple, tuple] = {}
     for k, edge in enumerate(model.edges()):
@@ -130,11 +132,6 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
     problem = CostProblem(tuple(node_mem), tuple(node_time), tuple(edges),
                           tuple(group.anchor for group in groups), tuple(node_transient))
     return SearchSpace(groups, configs, members, problem, tuple(cross), flags)
-
-
-def _kept_by_flag(flags, f: int) -> frozenset[str]:
-    """The shared tensors whose producer's buffer flag value f keeps."""
-    return frozenset(s.tensor for bit, s in enumerate(flags) if f >> bit & 1)
 
 
 def _configurations(model, op_name: str, options: SpaceOptions) -> tuple[Configuration, ...]:
@@ -187,21 +184,31 @@ def _node_costs(model, group: Group, members, n: int, group_of, g: int) -> tuple
     return mem, time
 
 
-def _node_transient(model, group: Group, members, n: int, kept: frozenset[str] = frozenset()) -> np.ndarray:
-    """Per configuration, the largest transient term inside the group (cost.transient): its
-    members' own, and those of the edges between members or from graph inputs. `kept`: shared
-    tensors whose producer's buffer a flag keeps (search.flags)."""
-    found = np.zeros(n)
-    in_group = set(group.members)
+def _node_transient(model, group: Group, members, n: int, flags, inner) -> np.ndarray:
+    """Per configuration and flag value (index k * 2^len(flags) + f), the largest transient term
+    inside the group (cost.transient): its members' own, and those of `inner`, the edges between
+    members or from graph inputs. An edge of a flagged tensor (search.flags) counts the producer's
+    buffer as kept when its bit is set."""
+    base = np.zeros(n)
     for name in group.members:
-        found = np.maximum(found, [op_transient_bytes(model, name, c) for c in members[name]])
-    for edge in model.edges():
-        if edge.dst_op in in_group and (edge.src_op is None or edge.src_op in in_group):
-            found = np.maximum(found, [edge_transient_bytes(model, edge, members[edge.src_op][k] if edge.src_op
-                                                            else None, members[edge.dst_op][k], None,
-                                                            edge.tensor in kept)
-                                       for k in range(n)])
-    return found
+        base = np.maximum(base, [op_transient_bytes(model, name, c) for c in members[name]])
+    bit_of = {s.tensor: bit for bit, s in enumerate(flags)}
+    by_bit = np.zeros((2, len(flags), n))            # [bit clear / set, bit, k]
+    for edge in inner:
+        bit = bit_of.get(edge.tensor)
+        for kept in ((False,) if bit is None else (False, True)):
+            terms = [edge_transient_bytes(model, edge, members[edge.src_op][k] if edge.src_op else None,
+                                          members[edge.dst_op][k], None, kept) for k in range(n)]
+            if bit is None:
+                base = np.maximum(base, terms)
+            else:
+                by_bit[int(kept), bit] = np.maximum(by_bit[int(kept), bit], terms)
+    found = np.empty((n, 1 << len(flags)))
+    for f in range(1 << len(flags)):
+        found[:, f] = base
+        for bit in range(len(flags)):
+            found[:, f] = np.maximum(found[:, f], by_bit[f >> bit & 1, bit])
+    return found.ravel()
 
 
 def _edge_key(model, edge, src_configs, dst_configs) -> tuple:

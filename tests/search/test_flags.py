@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
+
 import pytest
 
 from stratagem.cost import CostModel
@@ -89,3 +91,52 @@ def test_the_simulator_holds_one_buffer_for_readers_that_share_it(model):
     mem, _ = additive_cost(model, strategy)
     assert simulate(model, strategy).peak_memory_bytes == pytest.approx(mem, rel=1e-12)
     assert model.plan_cost(strategy).memory_bytes == pytest.approx(mem, rel=1e-12)
+
+
+def test_coarsened_groups_count_shared_buffers_and_transients_as_the_cost_model_does():
+    """A captured decoder, coarsened (keepers and flagged edges inside groups): for sampled
+    strategies, the least over flag values of FT's (memory, time) is the cost model's own count."""
+    import warnings
+
+    from stratagem.frontend import zoo
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = zoo.build("gpt-tiny-tiny", batch_size=8)
+    decoder = CostModel(graph, "cpu-1x2", num_devices=2)
+    space = build_search_space(decoder)
+    flagged = [g for g in range(len(space.groups)) if space.num_flags(g) > 1]
+    assert flagged and len(decoder.shared_tensors) >= 2
+    rng = np.random.default_rng(0)
+    for _ in range(12):
+        base = [int(rng.integers(len(c))) * space.num_flags(g) for g, c in enumerate(space.configs)]
+        strategy, _ = space.strategy(base)
+        exact = additive_cost(decoder, strategy)
+        values = []
+        for bits in itertools.product(*[range(space.num_flags(g)) for g in flagged]):
+            assignment = list(base)
+            for g, f in zip(flagged, bits):
+                assignment[g] += f
+            values.append(space.problem.evaluate(assignment))
+        assert min(m for m, _ in values) == pytest.approx(exact[0], rel=1e-9)
+        assert all(t == pytest.approx(exact[1], rel=1e-9) for _, t in values)
+
+
+def test_a_flagged_edge_inside_a_group_counts_the_kept_buffer_only_when_its_bit_is_set(model):
+    """_node_transient for a group holding a reader of the shared tensor and (as if coarsened with
+    it) its producer: flag clear, the edge's term counts add's buffer; set, the buffer is kept."""
+    from stratagem.cost.transient import edge_transient_bytes, op_transient_bytes
+    from stratagem.search.coarsen import Group
+    from stratagem.search.space import _node_transient
+    from stratagem.space import Edge
+    (shared,) = model.shared_tensors
+    edge = Edge("s", "add", "fc1")
+    pairs = [(a, b) for a in model.configurations("add") for b in model.configurations("fc1")]
+    members = {"fc1": tuple(b for _, b in pairs), "add": tuple(a for a, _ in pairs)}
+    found = _node_transient(model, Group("fc1", ("fc1", "add"), "single"), members, len(pairs), (shared,), [edge])
+    differs = 0
+    for k, (a, b) in enumerate(pairs):
+        own = max(op_transient_bytes(model, "fc1", b), op_transient_bytes(model, "add", a))
+        clear, kept = (max(own, edge_transient_bytes(model, edge, a, b, None, flag)) for flag in (False, True))
+        assert (found[2 * k], found[2 * k + 1]) == (clear, kept)
+        differs += clear != kept
+    assert differs > 0
