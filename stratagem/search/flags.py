@@ -19,21 +19,35 @@ flagged tensor repeat their tables along the flags (`np.repeat`, index k * F + f
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from stratagem.cost.sharing import SharedTensor, producer_bytes, reads_as_is
 from stratagem.cost.transient import edge_transient_table
+from stratagem.ir import dtype_bytes
 from stratagem.space import Configuration, Edge
 
 
+MAX_FLAGS_PER_GROUP = 3     # 2^3 flag values per configuration at most
+
+
 def flagged_tensors(model, groups, group_of: Mapping[str, int]) -> tuple[tuple[SharedTensor, ...], ...]:
-    """Per group, the shared tensors (cost.sharing) its members produce: one flag bit each."""
+    """Per group, the shared tensors (cost.sharing) its members produce: one flag bit each, for
+    the `MAX_FLAGS_PER_GROUP` largest. A group merging many steps (an unrolled RNN's shared-weight
+    group) may produce dozens, and the flag values grow as 2^n; the unflagged ones keep the cost
+    model's edge prices (each keeper pays its own): FT overcharges them, never undercharges, and
+    every plan's reported memory counts them exactly (cost.sharing)."""
     found: list[list[SharedTensor]] = [[] for _ in groups]
     for shared in model.shared_tensors:
         found[group_of[shared.producer]].append(shared)
-    return tuple(tuple(f) for f in found)
+    return tuple(tuple(sorted(f, key=lambda s: -_full_bytes(model, s))[:MAX_FLAGS_PER_GROUP]) for f in found)
+
+
+def _full_bytes(model, shared: SharedTensor) -> int:
+    spec = model.graph.tensors[shared.tensor]
+    return math.prod(spec.shape) * dtype_bytes(spec.dtype)
 
 
 def node_flag_memory(model, flags: Sequence[SharedTensor], members: Mapping[str, Sequence[Configuration]],

@@ -140,3 +140,22 @@ def test_a_flagged_edge_inside_a_group_counts_the_kept_buffer_only_when_its_bit_
         assert (found[2 * k], found[2 * k + 1]) == (clear, kept)
         differs += clear != kept
     assert differs > 0
+
+
+def test_unflagged_shared_tensors_are_overcharged_never_undercharged(model, monkeypatch):
+    """Past MAX_FLAGS_PER_GROUP a shared tensor keeps the edge prices: FT's memory is at least the
+    exact count for every strategy, and equal to it where at most one reader reads it as it is."""
+    import stratagem.search.flags as flags
+    monkeypatch.setattr(flags, "MAX_FLAGS_PER_GROUP", 0)
+    unflagged = build_search_space(model, coarsening=False)
+    assert all(unflagged.num_flags(g) == 1 for g in range(len(unflagged.groups)))
+    over = 0
+    for base, _ in _assignments(unflagged):
+        strategy, _ = unflagged.strategy(base)
+        exact = additive_cost(model, strategy)[0]
+        found = unflagged.problem.evaluate(base)[0]
+        assert found >= exact * (1 - 1e-12)
+        shared = sum(amount for amount, _ in sharing_credits(model, strategy))
+        assert (found > exact * (1 + 1e-12)) == (shared > 0)
+        over += shared > 0
+    assert over > 0
