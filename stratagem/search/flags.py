@@ -3,7 +3,7 @@
 cost.sharing: a tensor t that its producer p does not keep for backward and two or more consumers
 do is one buffer for every consumer reading it as p lays it out. Edge by edge that is not additive
 (who shares depends on every consumer's configuration), so the group holding p carries one flag per
-such tensor it produces, as part of its configuration index:
+such tensor it produces (the `MAX_FLAGS_PER_GROUP` largest), as part of its configuration index:
 
     k' = k * 2^n + f        k: the group's configuration, f: n bits, bit i for shared tensor t_i
     bit set    the group pays |t_i|_p (node memory, `producer_bytes` under k); every keeper reading

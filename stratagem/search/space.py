@@ -9,8 +9,8 @@
                   (t = forward + backward re-scheduling; m = the option's memory; Eq. 2)
     transient   = per node configuration, the largest term inside the group; per edge option, the
                   edge's term (cost.transient): a strategy's peak adds the largest of its terms
-    flags       = a group producing buffers several consumers keep carries a flag per such buffer in
-                  its configuration index (search.flags), so that shared buffers count exactly
+    flags       = a group producing buffers several consumers keep carries a flag per such buffer
+                  (up to 3) in its configuration index (search.flags): shared buffers count once
 
 so that the additive totals of a strategy are TensorOpt's Eq. 3. `SearchSpace.strategy(point)`
 turns a solution back into a configuration for every op and a reuse option for every edge;
