@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from stratagem.cost.memory import saved_tensors, viewed_input
+from stratagem.cost.memory import viewed_input
 from stratagem.cost.sharing import SharedTensor, kept_producer_buffers, sharing_credits
 from stratagem.cost.transient import edge_transient_bytes, edge_transient_table, op_transient_bytes, plan_transient
 from stratagem.ir import Graph, Role
@@ -219,7 +219,6 @@ def _edge_key(model, edge, src_configs, dst_configs) -> tuple:
             spec.role, src_op.inputs.index(edge.tensor) if edge.tensor in src_op.inputs else
             src_op.outputs.index(edge.tensor), dst_op.inputs.index(edge.tensor), src_configs, dst_configs,
             edge.tensor in (src_op.saved or ()), edge.tensor in (dst_op.saved or ()),
-            sum(edge.tensor in saved_tensors(graph, op) for op in graph.consumers[edge.tensor]),
             tuple(t in model.kept_tensors for t in dst_op.outputs), viewed_input(graph, dst_op) is not None)
 
 
