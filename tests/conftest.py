@@ -13,3 +13,19 @@ def checked():
         check_graph(graph)
         return graph
     return check
+
+
+# Test modules whose module-scoped fixture runs for minutes (a whole frontier of a paper model):
+# they start first, and all their tests run on one worker (`--dist loadgroup` in pyproject's
+# addopts), so that under `pytest -n 2` the fixture is built once while the other worker takes
+# the rest of the suite.
+LONG_MODULES = ("tests/search/test_transformer_frontier.py",)
+
+
+def pytest_collection_modifyitems(config, items):
+    def is_long(item):
+        return any(item.nodeid.startswith(m) for m in LONG_MODULES)
+    for item in items:
+        if is_long(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    items.sort(key=lambda item: not is_long(item))     # stable: the rest keep their order

@@ -12,12 +12,14 @@
               sliced locally -> the consumer keeps its slice beside the producer's shard.
               When only consumers keep it, each pays its own (several reading it as it is share
               one buffer: cost.sharing counts that, given the whole strategy or by FT's flag)
+    memory    the reuse option's delta, plus a re-scheduled copy of a weight that a reader other
+              than its owner keeps for backward (a tied LM head's gathered embedding)
 """
 
 from __future__ import annotations
 
 from stratagem.cost.costs import EdgeCost, ReuseOption
-from stratagem.cost.memory import saved_tensors
+from stratagem.cost.memory import keeps_weight_copy, saved_tensors
 from stratagem.cost.redistribute import Redistribution
 from stratagem.errors import GraphError
 from stratagem.ir import Role, dtype_bytes
@@ -65,11 +67,27 @@ def build_edge_cost(model, tensor: str, src_op: str | None, src_config: Configur
     reuse = _reuse(model, tensor, src_op, dst_op, src, dst[0], forward[0])
     default = reuse[0] if reuse else None
     moves = [r for r in forward + backward if r.steps]
+    kept_copy = kept_weight_copy_bytes(model, tensor, src_op, dst_op, dst[0]) if forward[0].steps else 0.0
     return EdgeCost(tuple(s for r in forward for s in r.steps), tuple(s for r in backward for s in r.steps),
                     sum(r.time_s for r in forward), sum(r.time_s for r in backward),
-                    default.memory_delta_bytes if default else 0.0,
+                    (default.memory_delta_bytes if default else 0.0) + kept_copy,
                     max((r.scratch_bytes for r in moves), default=0.0), reuse,
                     default.name if default else None)
+
+
+def is_weight_edge(graph, tensor: str, src_op: str | None) -> bool:
+    """The edge carries a weight from its owner (which reads it) to another reader."""
+    return src_op is not None and tensor not in graph.op(src_op).outputs
+
+
+def kept_weight_copy_bytes(model, tensor: str, src_op: str | None, dst_op: str, dst: TensorLayout) -> float:
+    """A re-scheduled copy of a weight that its (non-owner) reader keeps until its backward
+    (cost.memory.keeps_weight_copy): memory that stays, on the reader's devices; 0 otherwise."""
+    graph = model.graph
+    if not is_weight_edge(graph, tensor, src_op) or not keeps_weight_copy(graph, graph.op(dst_op), tensor):
+        return 0.0
+    spec = graph.tensors[tensor]
+    return float(dst.local_num_elements(spec.shape) * dtype_bytes(spec.dtype))
 
 
 def _distinct(layouts) -> list[TensorLayout]:

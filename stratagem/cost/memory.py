@@ -96,6 +96,17 @@ def viewed_input(graph: Graph, op: Op) -> str | None:
     return data[0]
 
 
+def keeps_weight_copy(graph: Graph, op: Op, tensor: str) -> bool:
+    """Whether `op`, reading weight `tensor` it does not own (a tied or shared weight, over an
+    edge from its owner), keeps the copy it receives until its backward, as autograd does for an
+    input its gradient formula needs (a linear's weight: dX = dY W). Its owner's resident shard is
+    counted in parameter_bytes; a re-scheduled copy is the consumer's own (cost.edgecost)."""
+    if op.saved is not None:
+        return tensor in op.saved
+    saves = LIBRARY[op.kind].saves if op.kind in LIBRARY else "inputs"
+    return saves not in ("nothing", "output") and any(t in graph.requires_grad for t in op.inputs)
+
+
 def saved_tensors(graph: Graph, op: Op) -> tuple[str, ...]:
     """Activations (inputs or outputs of `op`) that autograd keeps for its backward."""
     if op.saved is not None:

@@ -9,7 +9,9 @@ Per device, the peak memory of a training iteration under strategy S is modelled
     T(S)    = max over ops i and edges e of what lives only while one op runs forward:
         node term  T_i(k)       = i's outputs that no op keeps for backward, in i's layout
                                   (a view has none: it aliases the buffer it reads)
-        edge term  T_e(k, p, r) = the source's buffer of the tensor, unless it is kept for backward
+        edge term  T_e(k, p, r) = (from the data loader or a weight's owner: only the consumer's
+                                  re-scheduled copy unless it keeps it, and the scratch, + T_dst(p))
+                                  the source's buffer of the tensor, unless it is kept for backward
                                   (by its producer, or by a consumer reading it as it is: this
                                   one, or another, cost.sharing's flag for FT)
                                 + the consumer's re-scheduled copy, unless the consumer keeps it
@@ -32,7 +34,7 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 
-from stratagem.cost.memory import saved_tensors, viewed_input
+from stratagem.cost.memory import keeps_weight_copy, saved_tensors, viewed_input
 from stratagem.cost.sharing import kept_producer_buffers
 from stratagem.ir import dtype_bytes
 from stratagem.space import Configuration, Edge
@@ -55,14 +57,17 @@ def edge_transient_bytes(model, edge: Edge, src_config: Configuration | None, ds
     """T_e(k, p, r): what lives while the consumer of `edge` runs forward because of this edge.
     `kept_by_another`: another consumer keeps the producer's buffer, reading it as it is."""
     own = op_transient_bytes(model, edge.dst_op, dst_config)
-    if not _produced(model, edge):
-        return own                       # graph inputs and weights: resident or loader-owned
     cost = model.edge_cost(edge.tensor, edge.src_op, src_config, edge.dst_op, dst_config)
-    src_layout, dst_layout = _edge_layouts(model, edge, src_config, dst_config)
     spec = model.graph.tensors[edge.tensor]
+    itemsize = dtype_bytes(spec.dtype)
+    position = model.graph.op(edge.dst_op).inputs.index(edge.tensor)
+    dst_bytes = model.input_layout(edge.dst_op, dst_config, position).local_num_elements(spec.shape) * itemsize
+    if not _produced(model, edge):
+        return _unproduced_term(_consumer_keeps(model, edge), cost, own, dst_bytes)
+    src_layout = model.layouts.output_layout(edge.src_op, src_config)
+    dst_layout = model.input_layout(edge.dst_op, dst_config, position)
     return _edge_term(_keeps(model, edge), cost, option or cost.default_reuse, kept_by_another, own,
-                      src_layout.local_num_elements(spec.shape) * dtype_bytes(spec.dtype),
-                      dst_layout.local_num_elements(spec.shape) * dtype_bytes(spec.dtype),
+                      src_layout.local_num_elements(spec.shape) * itemsize, dst_bytes,
                       src_layout == dst_layout)
 
 
@@ -75,16 +80,20 @@ def edge_transient_table(model, edge: Edge, src_configs, dst_configs, costs, opt
     ks, kd = len(src_configs), len(dst_configs)
     table = np.full((max(len(n) for n in option_names), ks, kd), np.inf)
     own = [op_transient_bytes(model, edge.dst_op, c) for c in dst_configs]
-    if not _produced(model, edge):
-        table[:, :, :] = own
-        return table
     spec = model.graph.tensors[edge.tensor]
     itemsize = dtype_bytes(spec.dtype)
-    src = [model.layouts.output_layout(edge.src_op, c) for c in src_configs]
     position = model.graph.op(edge.dst_op).inputs.index(edge.tensor)
     dst = [model.input_layout(edge.dst_op, c, position) for c in dst_configs]
-    src_bytes = [lay.local_num_elements(spec.shape) * itemsize for lay in src]
     dst_bytes = [lay.local_num_elements(spec.shape) * itemsize for lay in dst]
+    if not _produced(model, edge):
+        consumer_keeps = _consumer_keeps(model, edge)
+        for i in range(ks):
+            for j in range(kd):
+                table[:len(option_names[i * kd + j]) or 1, i, j] = _unproduced_term(
+                    consumer_keeps, costs[i][j], own[j], dst_bytes[j])
+        return table
+    src = [model.layouts.output_layout(edge.src_op, c) for c in src_configs]
+    src_bytes = [lay.local_num_elements(spec.shape) * itemsize for lay in src]
     keeps = _keeps(model, edge)
     for i in range(ks):
         for j in range(kd):
@@ -99,10 +108,22 @@ def _produced(model, edge: Edge) -> bool:
     return edge.src_op is not None and edge.tensor in model.graph.op(edge.src_op).outputs
 
 
-def _edge_layouts(model, edge: Edge, src_config: Configuration, dst_config: Configuration):
-    consumer = model.graph.op(edge.dst_op)
-    return (model.layouts.output_layout(edge.src_op, src_config),
-            model.input_layout(edge.dst_op, dst_config, consumer.inputs.index(edge.tensor)))
+def _consumer_keeps(model, edge: Edge) -> bool:
+    """Whether the consumer keeps its copy of a graph input or of a weight for backward."""
+    graph = model.graph
+    consumer = graph.op(edge.dst_op)
+    if edge.src_op is None:
+        return edge.tensor in saved_tensors(graph, consumer)
+    return keeps_weight_copy(graph, consumer, edge.tensor)
+
+
+def _unproduced_term(consumer_keeps: bool, cost, own: float, dst_bytes: float) -> float:
+    """T_e of an edge from the data loader or from a weight's owner: the source is the loader's
+    batch or the resident weight; only a re-scheduled copy and its scratch are new."""
+    total = own
+    if cost.forward_steps:
+        total += cost.temporary_bytes + (0.0 if consumer_keeps else dst_bytes)
+    return float(total)
 
 
 def _keeps(model, edge: Edge) -> tuple[bool, bool]:

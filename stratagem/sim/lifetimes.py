@@ -17,6 +17,7 @@ tasks of other units); after a delta edit, `touched_by` says which units' buffer
 
 from __future__ import annotations
 
+from stratagem.cost.memory import keeps_weight_copy
 from stratagem.ir import dtype_bytes
 from stratagem.sim.memory import Buffer, BufferSet
 from stratagem.sim.state import SimState
@@ -58,7 +59,9 @@ def edge_buffers(state: SimState, k: int) -> BufferSet:
     local = state.model.input_layout(e.dst_op, dst, index).local_num_elements(spec.shape)
     size = local * dtype_bytes(spec.dtype)
     option = cost.default_reuse                  # the option it is priced under
-    kept = (state.is_weight_edge(k) or e.tensor in state.saved[e.dst_op]) and option != "keep_before"
+    keeps = keeps_weight_copy(state.graph, state.graph.op(e.dst_op), e.tensor) if state.is_weight_edge(k) \
+        else e.tensor in state.saved[e.dst_op]
+    kept = keeps and option != "keep_before"
     viewed = view_source(state, e.dst_op) == k
     out = state.graph.op(e.dst_op).outputs[0]
     buffers = []

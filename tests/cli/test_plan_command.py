@@ -76,4 +76,4 @@ def test_the_randomized_and_recursive_searches_by_name(algorithm, extra, tmp_pat
     plan = Plan.load(path)
     assert plan.algorithm == algorithm and plan.num_devices == 2
     if algorithm == "mcmc":
-        assert plan.details["proposals"] > 0 and plan.details["search_time_s"] <= 5.0
+        assert plan.details["proposals"] > 0      # the budget itself: tests/search/test_mcmc.py

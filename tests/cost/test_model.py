@@ -175,3 +175,52 @@ def test_a_weight_read_by_two_ops_belongs_to_the_first(checked):
     edge = model.edge_cost("w", "fc1", mp, "fc2", dp)
     assert [s.kind for s in edge.forward_steps] == ["all_gather"]          # S(0) -> R for fc2
     assert [s.kind for s in edge.backward_steps] == ["reduce_scatter"]     # fc2's P(sum) grad -> S(0)
+
+
+def _tied(second: str = "linear"):
+    """fc1 owns w[32, 16]; a second op reads it too (a tied LM head; `second` = "add": a bias
+    read by an op whose gradient needs no values)."""
+    from stratagem.ir import Graph, Op, Role, TensorSpec
+    if second == "linear":
+        tensors = [TensorSpec("x2", (8, 16), role=Role.INPUT, sample_dim=0), TensorSpec("y2", (8, 32), sample_dim=0)]
+        op = Op("fc2", "linear", ("x2", "w"), ("y2",))
+    else:
+        tensors = [TensorSpec("x2", (32, 16), role=Role.INPUT), TensorSpec("y2", (32, 16))]
+        op = Op("fc2", "add", ("x2", "w"), ("y2",))
+    return Graph.build("tied", [
+        TensorSpec("x1", (8, 16), role=Role.INPUT, sample_dim=0), TensorSpec("w", (32, 16), role=Role.WEIGHT),
+        TensorSpec("y1", (8, 32), sample_dim=0), *tensors],
+        [Op("fc1", "linear", ("x1", "w"), ("y1",)), op], ["y1", "y2"])
+
+
+def test_a_gathered_tied_weight_its_reader_keeps_is_memory_until_backward(checked):
+    """fc2 keeps the all-gathered w for dX = dY w: the copy stays until its backward, as the
+    simulator holds it; read in its owner's layout, there is no copy."""
+    from stratagem.cost.memory import keeps_weight_copy
+    from stratagem.sim.builder import simulate
+    graph = checked(_tied())
+    model = CostModel(graph, "h100-1x8", num_devices=4)
+    dp, mp = Configuration.of(b=4), Configuration.of(j=4)
+    assert keeps_weight_copy(graph, graph.op("fc2"), "w")
+    assert model.edge_cost("w", "fc1", mp, "fc2", dp).extra_memory_bytes == 32 * 16 * 4
+    assert model.edge_cost("w", "fc1", mp, "fc2", mp).extra_memory_bytes == 0
+    for strategy in ({"fc1": mp, "fc2": dp}, {"fc1": mp, "fc2": mp}, {"fc1": dp, "fc2": mp}):
+        assert model.plan_cost(strategy).memory_bytes == simulate(model, strategy).peak_memory_bytes
+
+
+def test_a_gathered_weight_its_reader_does_not_keep_is_transient(checked):
+    """An add needs no values for its gradient: the gathered copy lives while it runs only."""
+    from stratagem.cost.memory import keeps_weight_copy
+    from stratagem.cost.transient import edge_transient_bytes, op_transient_bytes
+    from stratagem.sim.builder import simulate
+    from stratagem.space import Edge
+    graph = checked(_tied("add"))
+    model = CostModel(graph, "h100-1x8", num_devices=4)
+    mp, whole = Configuration.of(j=4), Configuration.of(rep=4)
+    assert not keeps_weight_copy(graph, graph.op("fc2"), "w")
+    edge = model.edge_cost("w", "fc1", mp, "fc2", whole)
+    assert edge.forward_steps and edge.extra_memory_bytes == 0
+    own = op_transient_bytes(model, "fc2", whole)
+    assert edge_transient_bytes(model, Edge("w", "fc1", "fc2"), mp, whole) == own + 32 * 16 * 4 + edge.temporary_bytes
+    strategy = {"fc1": mp, "fc2": whole}
+    assert model.plan_cost(strategy).memory_bytes == simulate(model, strategy).peak_memory_bytes

@@ -140,3 +140,18 @@ def test_says_so_when_nothing_fits():
     with pytest.raises(NothingFits, match="MCMC found no strategy that fits"):
         search(chain(2), "p100-4x4", algorithm="mcmc", devices=4, budget_s=None, max_proposals=20,
                memory_cap_bytes=1.0)
+
+
+def test_the_time_budget_is_split_over_the_chains_and_kept(small):
+    """With a clock that advances 0.1 s at each reading, every chain stops within a tick of its
+    share of budget_s (FlexFlow §6.2: the search's time budget), whatever the machine's speed."""
+    ctx, space, _ = small
+    ticks = iter(range(10**6))
+    options = MCMCOptions(seed=0, budget_s=2.0, max_proposals=None)
+    result = mcmc_search(ctx, space, options, clock=lambda: 0.1 * next(ticks))
+    share = options.budget_s / len(result.chains)
+    assert len(result.chains) >= 2
+    for chain in result.chains:
+        assert chain.elapsed_s <= share + 0.2 + 1e-9 and chain.proposals <= share / 0.1 + 1
+        assert chain.elapsed_s >= share / 2 - 1e-9           # or half of it without a better one
+    assert result.search_time_s <= options.budget_s + 0.2 * len(result.chains) + 1e-9
