@@ -151,7 +151,7 @@ def test_the_time_budget_is_split_over_the_chains_and_kept(small):
     result = mcmc_search(ctx, space, options, clock=lambda: 0.1 * next(ticks))
     share = options.budget_s / len(result.chains)
     assert len(result.chains) >= 2
-    for chain in result.chains:
-        assert chain.elapsed_s <= share + 0.2 + 1e-9 and chain.proposals <= share / 0.1 + 1
-        assert chain.elapsed_s >= share / 2 - 1e-9           # or half of it without a better one
+    for run in result.chains:
+        assert run.elapsed_s <= share + 0.2 + 1e-9 and run.proposals <= share / 0.1 + 1
+        assert run.elapsed_s >= share / 2 - 1e-9           # or half of it without a better one
     assert result.search_time_s <= options.budget_s + 0.2 * len(result.chains) + 1e-9
