@@ -45,15 +45,15 @@ def plan_at(ctx: PlanningContext, algorithm: str = "ft", options: Any = None) ->
 
 
 def device_counts(cluster: Cluster, start: int = 1, stop: int | None = None) -> list[int]:
+    """The device counts the modes try, ascending within [start, stop]: powers of two and three
+    times a power of two (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, ...: meshes such as 3x4 and 3x8,
+    as clusters of 6, 12 or 24 GPUs are), and `stop` itself (the devices given)."""
     stop = stop or cluster.num_devices
-    counts, n = [], 1
+    counts, n = {stop} if stop >= start else set(), 1
     while n <= stop:
-        if n >= start:
-            counts.append(n)
+        counts.update(c for c in (n, 3 * n) if start <= c <= stop)
         n *= 2
-    if stop not in counts and stop >= start:
-        counts.append(stop)
-    return counts
+    return sorted(counts)
 
 
 def fewest_devices(contexts: Iterable[PlanningContext], algorithm: str = "ft", options: Any = None

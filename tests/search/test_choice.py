@@ -43,3 +43,12 @@ def test_alternatives_survive_save_and_load(front, tmp_path):
     loaded = Frontier.load(tmp_path / "front.json")
     assert [p.iteration_time_s for p in loaded.alternatives] == [p.iteration_time_s for p in front.alternatives]
     assert len(loaded) == len(front)
+
+
+def test_the_modes_try_meshes_of_three_times_a_power_of_two():
+    from stratagem import cluster as clusters
+    from stratagem.search.modes import device_counts
+    cluster = clusters.load("v100-2x8")
+    assert device_counts(cluster) == [1, 2, 3, 4, 6, 8, 12, 16]
+    assert device_counts(cluster, 5, 13) == [6, 8, 12, 13]
+    assert device_counts(cluster, 7, 7) == [7]
