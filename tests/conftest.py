@@ -22,6 +22,7 @@ def checked():
 LONG_MODULES = ("tests/search/test_transformer_frontier.py",)
 
 
+@pytest.hookimpl(tryfirst=True)     # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
     def is_long(item):
         return any(item.nodeid.startswith(m) for m in LONG_MODULES)

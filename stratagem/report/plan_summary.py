@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 
 from stratagem.plan import Plan
@@ -21,6 +22,9 @@ def plan_lines(plan: Plan, memory_cap_bytes: float | None = None, fits: bool = T
         lines.append(f"  compute          {format_seconds(d['compute_time_s']):>10}  busiest device; "
                      f"communication {format_seconds(d.get('communication_time_s', float('nan')))} "
                      f"({format_bytes(d.get('communication_bytes', float('nan')))} moved)")
+    if "memory_gap" in d:
+        lines += textwrap.wrap(d["memory_gap"], 100, initial_indent="  memory model     ",
+                               subsequent_indent=" " * 19)
     if memory_cap_bytes is not None:
         verdict = "fits" if fits else "DOES NOT FIT"
         lines.append(f"  memory cap       {format_bytes(memory_cap_bytes):>10}  {verdict}")

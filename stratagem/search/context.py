@@ -20,6 +20,7 @@ from stratagem.cost import CostModel
 from stratagem.errors import ConfigError, StratagemError
 from stratagem.ir import Graph
 from stratagem.plan import Plan
+from stratagem.search.agreement import memory_gap_note
 from stratagem.search.space import additive_cost
 from stratagem.sim.builder import Simulation
 from stratagem.space import Configuration, SpaceOptions, Strategy
@@ -97,10 +98,15 @@ def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algor
     edges = ctx.model.edges()
     chosen = Strategy(strategy, {edges[k]: option for k, option in (reuse or {}).items()})
     mem, time = additive_cost(ctx.model, chosen)
-    result = Simulation(ctx.model, chosen).run()
+    simulation = Simulation(ctx.model, chosen)
+    result = simulation.run()
+    details = dict(details or {})
+    gap = memory_gap_note(ctx.model, chosen, mem, simulation)
+    if gap:
+        details["memory_gap"] = gap
     plan = Plan(ctx.graph, ctx.cluster_name, ctx.num_devices, chosen, additive_time_s=time,
                 additive_memory_bytes=mem, algorithm=algorithm, optimizer=ctx.optimizer,
-                model=ctx.zoo_name, details=dict(details or {}))
+                model=ctx.zoo_name, details=details)
     return plan.with_simulation(result)
 
 

@@ -20,11 +20,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from stratagem.sim import lifetimes, producers
-from stratagem.sim.memory import BufferSet, peak_memory
+from stratagem.sim.memory import BufferSet, live_bytes, peak_instant, peak_memory
 from stratagem.sim.state import SimState
 from stratagem.sim.trace import TraceTask, chrome_trace
 from stratagem.space import Configuration, Strategy, check_strategy, reuse_of
+
+
+@dataclass(frozen=True)
+class PeakBreakdown:
+    """Where and when the peak memory is reached, and what is held then."""
+    device: int
+    peak_bytes: float
+    time_s: float
+    running: str                                  # the task on the device then (or next)
+    holders: tuple[tuple[str, float], ...]        # (op or edge, bytes it holds there), largest first
 
 
 @dataclass(frozen=True)
@@ -144,6 +156,25 @@ class Simulation:
         sets = list(self.op_buffers.values()) + list(self.edge_buffers.values())
         n = self.store.n
         return peak_memory(sets, self.store.start[:n], self.store.end[:n], self.num_devices)
+
+    def peak_breakdown(self, top: int = 8) -> PeakBreakdown:
+        """The busiest device's peak: its instant, the task running then, and the `top` ops and
+        edges holding the most memory there (resident state included)."""
+        if not self._simulated:
+            self.run()
+        n = self.store.n
+        start, end = self.store.start[:n], self.store.end[:n]
+        peaks = self._peaks()
+        device = int(np.argmax(peaks))
+        sets = list(self.op_buffers.values()) + list(self.edge_buffers.values())
+        instant = peak_instant(sets, start, end, self.num_devices, device)
+        named = [(name, bs) for name, bs in self.op_buffers.items()] + \
+                [(str(self.state.edges[k]), bs) for k, bs in self.edge_buffers.items()]
+        held = sorted(((name, live_bytes(bs, start, end, device, instant)) for name, bs in named),
+                      key=lambda x: -x[1])
+        return PeakBreakdown(device, float(peaks[device]), instant,
+                             self.state.tasks.running_at(device, instant),
+                             tuple((name, b) for name, b in held[:top] if b > 0))
 
     def result(self, with_trace: bool = False) -> SimulationResult:
         tasks = self.state.tasks

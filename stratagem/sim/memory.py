@@ -48,40 +48,73 @@ class BufferSet:
 def peak_memory(buffers: Sequence[Buffer] | Sequence[BufferSet], start: np.ndarray, end: np.ndarray,
                 num_devices: int) -> np.ndarray:
     """Peak bytes per device; `start`/`end` are the simulated task times."""
+    return _peaks(_merged(buffers), start, end, num_devices)[0]
+
+
+def peak_instant(buffers: Sequence[Buffer] | Sequence[BufferSet], start: np.ndarray, end: np.ndarray,
+                 num_devices: int, device: int) -> float:
+    """When `device` reaches its peak (the first instant; -inf when only resident buffers)."""
+    return float(_peaks(_merged(buffers), start, end, num_devices)[1][device])
+
+
+def live_bytes(buffers: BufferSet, start: np.ndarray, end: np.ndarray, device: int, time_s: float) -> float:
+    """Bytes of `buffers` held on `device` at `time_s` (allocated at or before, freed after)."""
+    mine = buffers.device == device
+    if not mine.any():
+        return 0.0
+    t_alloc, t_free = _lives(buffers, start, end)
+    live = mine & ((buffers.alloc_task < 0) | ((t_alloc <= time_s) & (time_s < t_free)))
+    return float(buffers.num_bytes[live].sum())
+
+
+def _merged(buffers: Sequence[Buffer] | Sequence[BufferSet]) -> list[BufferSet]:
     sets = [b for b in buffers if isinstance(b, BufferSet)]
     loose = [b for b in buffers if isinstance(b, Buffer)]
     if loose:
         sets.append(BufferSet.of(loose))
-    peaks = np.zeros(num_devices)
+    return sets
+
+
+def _lives(s: BufferSet, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(allocation time, free time) of every buffer (resident ones: -inf, +inf)."""
+    t_alloc = np.where(s.alloc_task >= 0, start[np.maximum(s.alloc_task, 0)], -np.inf) if len(start) \
+        else np.full(len(s.alloc_task), -np.inf)
+    t_free = np.full(len(s.num_bytes), np.inf)
+    has_free = s.free_count > 0
+    if has_free.any():
+        offsets = np.concatenate([[0], np.cumsum(s.free_count)[:-1]])[has_free]
+        t_free[has_free] = np.maximum.reduceat(end[s.free_tasks], offsets)
+    return t_alloc, t_free
+
+
+def _peaks(sets: list[BufferSet], start: np.ndarray, end: np.ndarray, num_devices: int
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """(peak bytes, the instant of the peak) per device."""
+    peaks, instants = np.zeros(num_devices), np.full(num_devices, -np.inf)
     if not sets:
-        return peaks
-    device = np.concatenate([s.device for s in sets])
-    size = np.concatenate([s.num_bytes for s in sets])
-    alloc = np.concatenate([s.alloc_task for s in sets])
-    count = np.concatenate([s.free_count for s in sets])
-    free = np.concatenate([s.free_tasks for s in sets])
-    resident = alloc < 0
-    np.add.at(peaks, device[resident], size[resident])
+        return peaks, instants
+    merged = BufferSet(*(np.concatenate([getattr(s, f) for s in sets])
+                         for f in ("device", "num_bytes", "alloc_task", "free_count", "free_tasks")))
+    resident = merged.alloc_task < 0
+    np.add.at(peaks, merged.device[resident], merged.num_bytes[resident])
     timed = ~resident
     if not timed.any():
-        return peaks
-    t_free = np.full(len(size), np.inf)
-    has_free = count > 0
-    if has_free.any():
-        offsets = np.concatenate([[0], np.cumsum(count)[:-1]])[has_free]
-        t_free[has_free] = np.maximum.reduceat(end[free], offsets)
-    dev, sz = device[timed], size[timed]
-    times = np.concatenate([start[alloc[timed]], t_free[timed]])
+        return peaks, instants
+    t_alloc, t_free = _lives(merged, start, end)
+    dev, sz = merged.device[timed], merged.num_bytes[timed]
+    times = np.concatenate([t_alloc[timed], t_free[timed]])
     deltas = np.concatenate([sz, -sz])
     devs = np.concatenate([dev, dev])
     frees_first = np.concatenate([np.ones(len(sz)), np.zeros(len(sz))])   # 0 sorts first
     order = np.lexsort((frees_first, times, devs))
-    devs, deltas = devs[order], deltas[order]
+    devs, deltas, times = devs[order], deltas[order], times[order]
     running = np.cumsum(deltas)
     starts = np.searchsorted(devs, np.arange(num_devices), side="left")
     stops = np.searchsorted(devs, np.arange(num_devices), side="right")
     for d in range(num_devices):
         if stops[d] > starts[d]:
             base = running[starts[d] - 1] if starts[d] > 0 else 0.0
-            peaks[d] += max(0.0, float(np.max(running[starts[d]:stops[d]] - base)))
-    return peaks
+            k = int(np.argmax(running[starts[d]:stops[d]]))
+            peaks[d] += max(0.0, float(running[starts[d] + k] - base))
+            instants[d] = times[starts[d] + k]
+    return peaks, instants

@@ -89,6 +89,20 @@ class TaskGraph:
         busy = np.bincount(self._device[live][compute], weights=duration[compute], minlength=self.num_devices)
         return busy, float(duration[~compute].sum()), float(self._bytes[live][~compute].sum())
 
+    def running_at(self, device: int, time_s: float) -> str:
+        """The label of the compute task on `device` at `time_s`, else of the next one to start
+        there ("" if none): where a device is when something happens (the memory peak)."""
+        live = self.store.live
+        mine = live[(self._device[live] == device) & (self._category[live] < COMPUTE)]
+        if not len(mine):
+            return ""
+        start, end = self.store.start[mine], self.store.end[mine]
+        now = mine[(start <= time_s) & (time_s < end)]
+        if len(now):
+            return self.meta[int(now[0])].label
+        later = mine[start > time_s]
+        return self.meta[int(later[np.argmin(self.store.start[later])])].label if len(later) else ""
+
     def trace_tasks(self):
         store = self.store
         for t in store.live:
