@@ -48,12 +48,7 @@ class Redistribution:
         return tuple(step.kind for step in self.steps)
 
 
-@dataclass(frozen=True)
-class Transition:
-    state: State
-    kind: str | None            # None: a free local step
-    axis: int
-    num_bytes: float
+Transition = tuple  # (state, kind or None for a free local step, axis, num_bytes)
 
 
 def local_bytes(state: State, mesh: tuple[int, ...], full_bytes: float) -> float:
@@ -62,64 +57,80 @@ def local_bytes(state: State, mesh: tuple[int, ...], full_bytes: float) -> float
 
 def next_states(state: State, mesh: tuple[int, ...], rank: int, full_bytes: float,
                 target_has_partial: bool) -> Iterator[Transition]:
+    """Every one-step transition from `state`, as (state, kind, axis, num_bytes); plain tuples,
+    as Dijkstra below makes millions of them on a large space."""
     local = local_bytes(state, mesh, full_bytes)
+    shards, partial = tuple(Shard(d) for d in range(rank)), Partial("sum")
     last_axis = [-1] * rank                 # per tensor dim: the last mesh axis sharding it
     for a, p in enumerate(state):
         if isinstance(p, Shard):
             last_axis[p.dim] = a
     for x, p in enumerate(state):
-        def to(new: Placement) -> State:
-            return (*state[:x], new, *state[x + 1:])
+        head, tail = state[:x], state[x + 1:]
         after = [b for b in range(rank) if last_axis[b] < x]      # dims x may shard next (in order)
         if isinstance(p, Shard):
             if last_axis[p.dim] == x:
                 for b in after:
                     if b != p.dim:
-                        yield Transition(to(Shard(b)), "all_to_all", x, local)                 # 1
-                yield Transition(to(REPLICATE), "all_gather", x, local * mesh[x])              # 2
+                        yield (*head, shards[b], *tail), "all_to_all", x, local                 # 1
+                yield (*head, REPLICATE, *tail), "all_gather", x, local * mesh[x]              # 2
         elif isinstance(p, Partial):
-            yield Transition(to(REPLICATE), "all_reduce", x, local)                            # 3
+            yield (*head, REPLICATE, *tail), "all_reduce", x, local                            # 3
             for d in after:
-                yield Transition(to(Shard(d)), "reduce_scatter", x, local)                     # 5
+                yield (*head, shards[d], *tail), "reduce_scatter", x, local                     # 5
         else:
             for d in after:
-                yield Transition(to(Shard(d)), None, x, 0.0)                                   # 4
+                yield (*head, shards[d], *tail), None, x, 0.0                                   # 4
             if target_has_partial:
-                yield Transition(to(Partial("sum")), None, x, 0.0)                             # 6
+                yield (*head, partial, *tail), None, x, 0.0                             # 6
 
 
 def plan_redistribution(src: TensorLayout, dst: TensorLayout, shape: tuple[int, ...], itemsize: int,
                         price: Price) -> Redistribution:
-    """Cheapest path from src's placements to dst's on their (common, regular) mesh."""
+    """Cheapest path from src's placements to dst's on their (common, regular) mesh. A heap
+    entry's path is a linked list (previous path, transition), built into steps at the end."""
     mesh, rank = src.mesh_shape, len(shape)
     full = float(math.prod(shape) * itemsize)
     target = dst.placements
     partial_target = any(isinstance(p, Partial) for p in target)
     groups = [src.axis_groups((x,)) for x in range(len(mesh))]
+    prices: dict[tuple, float] = {}
     counter = 0
-    heap: list = [(0.0, 0, counter, src.placements, ())]
+    heap: list = [(0.0, 0, counter, src.placements, None)]
     done: set[State] = set()
     while heap:
         cost, hops, _, state, path = heapq.heappop(heap)
         if state == target:
-            return _result(src.placements, path, cost, mesh, full)
+            return _result(src.placements, _unlinked(path), cost, mesh, full, groups, prices)
         if state in done:
             continue
         done.add(state)
         for t in next_states(state, mesh, rank, full, partial_target):
-            if t.state in done:
+            if t[0] in done:
                 continue
-            step = None
-            if t.kind is not None:
-                step = CommStep(t.kind, groups[t.axis], t.num_bytes, price(t.kind, t.num_bytes, groups[t.axis]))
+            step_s = 0.0
+            if t[1] is not None:
+                key = t[1:]
+                step_s = prices.get(key)
+                if step_s is None:
+                    step_s = prices[key] = price(t[1], t[3], groups[t[2]])
             counter += 1
-            heapq.heappush(heap, (cost + (step.time_s if step else 0.0), hops + 1, counter, t.state,
-                                  (*path, (t.state, step))))
+            heapq.heappush(heap, (cost + step_s, hops + 1, counter, t[0], (path, t)))
     raise AssertionError(f"no re-scheduling path from {src} to {dst}")   # every state reaches R*
 
 
-def _result(start: State, path: tuple, time_s: float, mesh: tuple[int, ...], full: float) -> Redistribution:
-    states = (start, *(s for s, _ in path))
-    steps = tuple(step for _, step in path if step is not None)
+def _unlinked(path) -> list[Transition]:
+    found = []
+    while path is not None:
+        path, t = path
+        found.append(t)
+    return found[::-1]
+
+
+def _result(start: State, path: list[Transition], time_s: float, mesh: tuple[int, ...], full: float,
+            groups: list, prices: dict) -> Redistribution:
+    states = (start, *(t[0] for t in path))
+    steps = tuple(CommStep(kind, groups[axis], num_bytes, prices[(kind, axis, num_bytes)])
+                  for _, kind, axis, num_bytes in path if kind is not None)
     scratch = max((local_bytes(s, mesh, full) for s in states[1:-1]), default=0.0)
     return Redistribution(steps, states, time_s, scratch)

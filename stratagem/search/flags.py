@@ -99,6 +99,14 @@ def expand_edge(model, edge: Edge, tables: tuple[np.ndarray, np.ndarray, np.ndar
     return mem, time, transient
 
 
+def edge_flag_key(edge: Edge, src_flags: Sequence[SharedTensor], dst_flags: Sequence[SharedTensor]) -> tuple:
+    """What `expand_edge` reads of the flags beside the edge's tables: structurally equal edges
+    (equal tables, search.space's edge key) with equal flag keys expand alike (repeated layers)."""
+    bit = next((i for i, s in enumerate(src_flags) if s.tensor == edge.tensor), None)
+    keeps = bit is not None and edge.dst_op in src_flags[bit].keepers
+    return len(src_flags), len(dst_flags), bit, keeps
+
+
 def flags_of_strategy(model, flags: Sequence[SharedTensor], kept: frozenset[str]) -> int:
     """The flag value that is exact for a strategy whose kept producer buffers are `kept`
     (cost.sharing.kept_producer_buffers)."""
@@ -110,4 +118,4 @@ def _with_bit(bit: int, n: int) -> list[int]:
     return [f for f in range(1 << n) if f >> bit & 1]
 
 
-__all__ = ["expand_edge", "expand_nodes", "flagged_tensors", "flags_of_strategy", "node_flag_memory"]
+__all__ = ["edge_flag_key", "expand_edge", "expand_nodes", "flagged_tensors", "flags_of_strategy", "node_flag_memory"]

@@ -32,7 +32,7 @@ from stratagem.cost.sharing import SharedTensor, kept_producer_buffers, sharing_
 from stratagem.cost.transient import edge_transient_bytes, edge_transient_table, op_transient_bytes, plan_transient
 from stratagem.ir import Graph, Role
 from stratagem.search.coarsen import Group, coarsen, derive_follower_config
-from stratagem.search.flags import expand_edge, expand_nodes, flagged_tensors, flags_of_strategy, node_flag_memory
+from stratagem.search.flags import edge_flag_key, expand_edge, expand_nodes, flagged_tensors, flags_of_strategy, node_flag_memory
 from stratagem.search.problem import CostProblem, EdgeCosts
 from stratagem.space import Configuration, SpaceOptions
 from stratagem.tdl.graphops import analysis_key
@@ -125,8 +125,11 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
             cache[key] = _edge_table(model, edge, members[gs][edge.src_op], members[gd][edge.dst_op])
         mem, time, names, transient = cache[key]
         if flags[gs] or flags[gd]:
-            mem, time, transient = expand_edge(model, edge, (mem, time, transient), flags[gs], flags[gd],
-                                               members[gs][edge.src_op], members[gd][edge.dst_op], names)
+            flagged_key = (key, edge_flag_key(edge, flags[gs], flags[gd]))
+            if flagged_key not in cache:
+                cache[flagged_key] = expand_edge(model, edge, (mem, time, transient), flags[gs], flags[gd],
+                                                 members[gs][edge.src_op], members[gd][edge.dst_op], names)
+            mem, time, transient = cache[flagged_key]
         edges.append(EdgeCosts(gs, gd, mem, time, str(edge), transient))
         cross.append(CrossEdge(k, gs, gd, names))
     problem = CostProblem(tuple(node_mem), tuple(node_time), tuple(edges),

@@ -43,6 +43,18 @@ class Configuration:
             raise ConfigError("configuration device block is not aligned",
                               expected=f"first device a multiple of {n}", got=str(self.first_device))
 
+    def __hash__(self) -> int:
+        """Cached: configurations key the cost model's tables (a pickle drops the cache, as
+        string hashes differ between processes)."""
+        found = self.__dict__.get("_hash")
+        if found is None:
+            found = hash((self.levels, self.first_device))
+            object.__setattr__(self, "_hash", found)
+        return found
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     @staticmethod
     def of(first_device: int = 0, **degrees: int) -> "Configuration":
         """Shorthand for one level per dim, in keyword order: Configuration.of(b=2, j=4)."""

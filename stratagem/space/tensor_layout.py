@@ -34,9 +34,33 @@ class TensorLayout:
     placements: tuple[Placement | None, ...]
     boxes: tuple[Box, ...] | None = None     # per device of the block, when irregular
 
+    def __hash__(self) -> int:
+        """Cached: layouts key the re-scheduling and cost tables (a pickle drops the caches, as
+        string hashes differ between processes)."""
+        found = self.__dict__.get("_hash")
+        if found is None:
+            found = hash((self.first_device, self.mesh_shape, self.placements, self.boxes))
+            object.__setattr__(self, "_hash", found)
+        return found
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
     @property
     def num_devices(self) -> int:
         return math.prod(self.mesh_shape)
+
+    @property
+    def _degrees(self) -> dict[int, int]:
+        """Shard degree per sharded dim, computed once."""
+        found = self.__dict__.get("_shard_degrees")
+        if found is None:
+            found = {}
+            for size, p in zip(self.mesh_shape, self.placements):
+                if isinstance(p, Shard):
+                    found[p.dim] = found.get(p.dim, 1) * size
+            object.__setattr__(self, "_shard_degrees", found)
+        return found
 
     @property
     def devices(self) -> range:
@@ -67,13 +91,14 @@ class TensorLayout:
         return tuple(tuple(g) for g in groups.values())
 
     def shard_degree(self, dim: int) -> int:
-        return math.prod(s for s, p in zip(self.mesh_shape, self.placements) if p == Shard(dim))
+        return self._degrees.get(dim, 1)
 
     def local_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """The largest local block (uneven splits round up); irregular: the largest box."""
         if self.boxes is not None:
             return tuple(max(b[d][1] - b[d][0] for b in self.boxes) for d in range(len(shape)))
-        return tuple(-(-n // self.shard_degree(d)) for d, n in enumerate(shape))
+        degrees = self._degrees
+        return tuple(-(-n // degrees.get(d, 1)) for d, n in enumerate(shape))
 
     def local_num_elements(self, shape: tuple[int, ...]) -> int:
         return math.prod(self.local_shape(shape))
