@@ -159,3 +159,24 @@ def test_unflagged_shared_tensors_are_overcharged_never_undercharged(model, monk
         assert (found > exact * (1 + 1e-12)) == (shared > 0)
         over += shared > 0
     assert over > 0
+
+
+def test_structurally_equal_flagged_edges_share_one_expansion_and_it_is_each_ones_own(model, space):
+    """fc1, fc2 and fc3 read s alike: the space expands the flags of one of their edges and reuses
+    it (repeated layers); each edge's tables equal its own expansion."""
+    from stratagem.search.flags import expand_edge
+    from stratagem.search.space import _edge_table
+    readers = [(k, e) for k, e in enumerate(space.problem.edges) if e.name.startswith("s:add->")]
+    assert len(readers) == 3
+    assert readers[0][1].mem is readers[1][1].mem is readers[2][1].mem
+    edges = {str(e): e for e in model.edges()}
+    for _, costs in readers:
+        edge = edges[costs.name]
+        gs, gd = costs.src, costs.dst
+        src_configs = space.members[gs][edge.src_op]
+        dst_configs = space.members[gd][edge.dst_op]
+        mem, time, names, transient = _edge_table(model, edge, src_configs, dst_configs)
+        own = expand_edge(model, edge, (mem, time, transient), space.flags[gs], space.flags[gd],
+                          src_configs, dst_configs, names)
+        for got, expected in zip((costs.mem, costs.time, costs.transient), own):
+            np.testing.assert_array_equal(got, expected)
