@@ -107,6 +107,14 @@ def keeps_weight_copy(graph: Graph, op: Op, tensor: str) -> bool:
     return saves not in ("nothing", "output") and any(t in graph.requires_grad for t in op.inputs)
 
 
+def keeps_input(graph: Graph, op: Op, tensor: str) -> bool:
+    """Whether `op` keeps its copy of input `tensor` (re-scheduled or sliced) until its backward:
+    a weight it does not own by `keeps_weight_copy`, anything else when autograd saves it."""
+    if graph.tensors[tensor].role in PARAMETER_ROLES:
+        return keeps_weight_copy(graph, op, tensor)
+    return tensor in saved_tensors(graph, op)
+
+
 def saved_tensors(graph: Graph, op: Op) -> tuple[str, ...]:
     """Activations (inputs or outputs of `op`) that autograd keeps for its backward."""
     if op.saved is not None:

@@ -34,7 +34,7 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 
-from stratagem.cost.memory import keeps_weight_copy, saved_tensors, viewed_input
+from stratagem.cost.memory import keeps_input, saved_tensors, viewed_input
 from stratagem.cost.sharing import kept_producer_buffers
 from stratagem.ir import dtype_bytes
 from stratagem.space import Configuration, Edge
@@ -63,7 +63,7 @@ def edge_transient_bytes(model, edge: Edge, src_config: Configuration | None, ds
     position = model.graph.op(edge.dst_op).inputs.index(edge.tensor)
     dst_bytes = model.input_layout(edge.dst_op, dst_config, position).local_num_elements(spec.shape) * itemsize
     if not _produced(model, edge):
-        return _unproduced_term(_consumer_keeps(model, edge), cost, own, dst_bytes)
+        return _unproduced_term(keeps_input(model.graph, model.graph.op(edge.dst_op), edge.tensor), cost, own, dst_bytes)
     src_layout = model.layouts.output_layout(edge.src_op, src_config)
     dst_layout = model.input_layout(edge.dst_op, dst_config, position)
     return _edge_term(_keeps(model, edge), cost, option or cost.default_reuse, kept_by_another, own,
@@ -86,7 +86,7 @@ def edge_transient_table(model, edge: Edge, src_configs, dst_configs, costs, opt
     dst = [model.input_layout(edge.dst_op, c, position) for c in dst_configs]
     dst_bytes = [lay.local_num_elements(spec.shape) * itemsize for lay in dst]
     if not _produced(model, edge):
-        consumer_keeps = _consumer_keeps(model, edge)
+        consumer_keeps = keeps_input(model.graph, model.graph.op(edge.dst_op), edge.tensor)
         for i in range(ks):
             for j in range(kd):
                 table[:len(option_names[i * kd + j]) or 1, i, j] = _unproduced_term(
@@ -106,15 +106,6 @@ def edge_transient_table(model, edge: Edge, src_configs, dst_configs, costs, opt
 
 def _produced(model, edge: Edge) -> bool:
     return edge.src_op is not None and edge.tensor in model.graph.op(edge.src_op).outputs
-
-
-def _consumer_keeps(model, edge: Edge) -> bool:
-    """Whether the consumer keeps its copy of a graph input or of a weight for backward."""
-    graph = model.graph
-    consumer = graph.op(edge.dst_op)
-    if edge.src_op is None:
-        return edge.tensor in saved_tensors(graph, consumer)
-    return keeps_weight_copy(graph, consumer, edge.tensor)
 
 
 def _unproduced_term(consumer_keeps: bool, cost, own: float, dst_bytes: float) -> float:

@@ -20,12 +20,12 @@ MEMORY_AGREEMENT = 0.02      # relative; the issue's bound on |FT memory - simul
 
 
 def memory_gap_note(model, strategy: Mapping[str, Configuration], additive_memory_bytes: float,
-                    simulation) -> str | None:
-    """None when FT's memory is within MEMORY_AGREEMENT of the simulated peak; else what differs."""
-    breakdown = simulation.peak_breakdown(top=3)
-    peak = breakdown.peak_bytes
+                    simulation, peak: float) -> str | None:
+    """None when FT's memory is within MEMORY_AGREEMENT of the simulated `peak`; else what
+    differs (the simulation's peak breakdown is worked out only then)."""
     if peak <= 0 or abs(additive_memory_bytes - peak) <= MEMORY_AGREEMENT * peak:
         return None
+    breakdown = simulation.peak_breakdown(top=3)
     transient_bytes, where = plan_transient(model, strategy)
     held = ", ".join(f"{name} {_mib(b)}" for name, b in breakdown.holders)
     side = "over" if additive_memory_bytes > peak else "under"

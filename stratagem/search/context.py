@@ -101,7 +101,7 @@ def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algor
     simulation = Simulation(ctx.model, chosen)
     result = simulation.run()
     details = dict(details or {})
-    gap = memory_gap_note(ctx.model, chosen, mem, simulation)
+    gap = memory_gap_note(ctx.model, chosen, mem, simulation, result.peak_memory_bytes)
     if gap:
         details["memory_gap"] = gap
     plan = Plan(ctx.graph, ctx.cluster_name, ctx.num_devices, chosen, additive_time_s=time,

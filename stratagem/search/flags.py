@@ -19,14 +19,12 @@ flagged tensor repeat their tables along the flags (`np.repeat`, index k * F + f
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from stratagem.cost.sharing import SharedTensor, producer_bytes, reads_as_is
 from stratagem.cost.transient import edge_transient_table
-from stratagem.ir import dtype_bytes
 from stratagem.space import Configuration, Edge
 
 
@@ -42,12 +40,7 @@ def flagged_tensors(model, groups, group_of: Mapping[str, int]) -> tuple[tuple[S
     found: list[list[SharedTensor]] = [[] for _ in groups]
     for shared in model.shared_tensors:
         found[group_of[shared.producer]].append(shared)
-    return tuple(tuple(sorted(f, key=lambda s: -_full_bytes(model, s))[:MAX_FLAGS_PER_GROUP]) for f in found)
-
-
-def _full_bytes(model, shared: SharedTensor) -> int:
-    spec = model.graph.tensors[shared.tensor]
-    return math.prod(spec.shape) * dtype_bytes(spec.dtype)
+    return tuple(tuple(sorted(f, key=lambda s: -model.graph.tensors[s.tensor].num_bytes)[:MAX_FLAGS_PER_GROUP]) for f in found)
 
 
 def node_flag_memory(model, flags: Sequence[SharedTensor], members: Mapping[str, Sequence[Configuration]],

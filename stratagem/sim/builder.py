@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from stratagem.sim import lifetimes, producers
-from stratagem.sim.memory import BufferSet, live_bytes, peak_instant, peak_memory
+from stratagem.sim.memory import BufferSet, live_bytes, peak_memory, peak_memory_and_instants
 from stratagem.sim.state import SimState
 from stratagem.sim.trace import TraceTask, chrome_trace
 from stratagem.space import Configuration, Strategy, check_strategy, reuse_of
@@ -164,10 +164,10 @@ class Simulation:
             self.run()
         n = self.store.n
         start, end = self.store.start[:n], self.store.end[:n]
-        peaks = self._peaks()
-        device = int(np.argmax(peaks))
         sets = list(self.op_buffers.values()) + list(self.edge_buffers.values())
-        instant = peak_instant(sets, start, end, self.num_devices, device)
+        peaks, instants = peak_memory_and_instants(sets, start, end, self.num_devices)
+        device = int(np.argmax(peaks))
+        instant = float(instants[device])
         named = [(name, bs) for name, bs in self.op_buffers.items()] + \
                 [(str(self.state.edges[k]), bs) for k, bs in self.edge_buffers.items()]
         held = sorted(((name, live_bytes(bs, start, end, device, instant)) for name, bs in named),

@@ -51,10 +51,10 @@ def peak_memory(buffers: Sequence[Buffer] | Sequence[BufferSet], start: np.ndarr
     return _peaks(_merged(buffers), start, end, num_devices)[0]
 
 
-def peak_instant(buffers: Sequence[Buffer] | Sequence[BufferSet], start: np.ndarray, end: np.ndarray,
-                 num_devices: int, device: int) -> float:
-    """When `device` reaches its peak (the first instant; -inf when only resident buffers)."""
-    return float(_peaks(_merged(buffers), start, end, num_devices)[1][device])
+def peak_memory_and_instants(buffers: Sequence[Buffer] | Sequence[BufferSet], start: np.ndarray,
+                             end: np.ndarray, num_devices: int) -> tuple[np.ndarray, np.ndarray]:
+    """Peak bytes per device, and when each device first reaches it (-inf: resident only)."""
+    return _peaks(_merged(buffers), start, end, num_devices)
 
 
 def live_bytes(buffers: BufferSet, start: np.ndarray, end: np.ndarray, device: int, time_s: float) -> float:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from stratagem.cost.edgecost import is_weight_edge
 from stratagem.cost.memory import saved_tensors, viewed_input
 from stratagem.sim.keys import structural_key
 from stratagem.sim.taskgraph import TaskGraph
@@ -72,7 +73,7 @@ class SimState:
 
     def is_weight_edge(self, k: int) -> bool:
         e = self.edges[k]
-        return e.src_op is not None and self.graph.producer.get(e.tensor) is None
+        return is_weight_edge(self.graph, e.tensor, e.src_op)
 
     def same_layout(self, k: int) -> bool:
         """The consumer reads the producer's shard as it is (no copy, no slice)."""

@@ -24,11 +24,11 @@ def test_a_free_and_an_alloc_at_the_same_instant_do_not_stack():
 
 
 def test_the_peak_instant_and_the_bytes_live_then_give_the_peak():
-    from stratagem.sim.memory import BufferSet, live_bytes, peak_instant
+    from stratagem.sim.memory import BufferSet, live_bytes, peak_memory_and_instants
     start = np.array([0.0, 1.0, 2.0, 3.0])
     end = np.array([1.0, 2.0, 3.0, 4.0])
     buffers = [Buffer(0, 100, None), Buffer(0, 10, 0, (1,)), Buffer(0, 20, 1, (0, 2)), Buffer(0, 25, 3, (3,))]
-    assert peak_instant(buffers, start, end, 1, 0) == 1.0          # 100 + 10 + 20 from t = 1
+    assert peak_memory_and_instants(buffers, start, end, 1)[1][0] == 1.0          # 100 + 10 + 20 from t = 1
     live = live_bytes(BufferSet.of(buffers), start, end, 0, 1.0)
     assert live == peak_memory(buffers, start, end, 1)[0] == 130
     assert live_bytes(BufferSet.of(buffers), start, end, 0, 3.5) == 125
