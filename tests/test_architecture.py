@@ -113,7 +113,7 @@ DECISIONS = {
     "the strategy value": ("stratagem.space.strategy", ("Strategy", "as_strategy", "reuse_of", "check_strategy"),
                            ("stratagem.plan", "stratagem.sim.builder", "stratagem.cost.model",
                             "stratagem.search.context", "stratagem.runtime.schedule")),
-    "transient memory and shared buffers": ("stratagem.cost.transient", ("edge_transient_bytes", "edge_transient_table",
+    "transient memory and shared buffers": ("stratagem.cost.transient", ("input_transient_bytes", "input_transient_table",
                                                                           "op_transient_bytes", "plan_transient"),
                                             ("stratagem.cost.model", "stratagem.search.space", "stratagem.search.flags")),
     "search registry": ("stratagem.search.registry", ("make_options",),

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from stratagem.cost.sharing import SharedTensor, producer_bytes, reads_as_is
-from stratagem.cost.transient import edge_transient_table
+from stratagem.cost.transient import input_transient_table
 from stratagem.space import Configuration, Edge
 
 
@@ -67,17 +67,19 @@ def expand_nodes(values: np.ndarray, flags: int, extra: np.ndarray | None = None
 def expand_edge(model, edge: Edge, tables: tuple[np.ndarray, np.ndarray, np.ndarray],
                 src_flags: Sequence[SharedTensor], dst_flags: Sequence[SharedTensor],
                 src_configs, dst_configs, option_names) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """An edge's [R, K_s, K_d] memory, time and transient tables on the flagged indices
-    [R, K_s * F_s, K_d * F_d]; only a flag on the edge's own tensor changes its values."""
+    """An edge's [R, K_s, K_d] memory and time tables and [3, R, K_s, K_d] transient phases
+    (cost.transient) on the flagged indices K_s * F_s, K_d * F_d; only a flag on the edge's own
+    tensor changes its values."""
     fs, fd = 1 << len(src_flags), 1 << len(dst_flags)
-    mem, time, transient = (np.repeat(np.repeat(t, fs, axis=1), fd, axis=2) for t in tables)
+    mem, time = (np.repeat(np.repeat(t, fs, axis=1), fd, axis=2) for t in tables[:2])
+    transient = np.repeat(np.repeat(tables[2], fs, axis=2), fd, axis=3)
     bit = next((i for i, s in enumerate(src_flags) if s.tensor == edge.tensor), None)
     if bit is None:
         return mem, time, transient
     keeps = edge.dst_op in src_flags[bit].keepers
     costs = [[model.edge_cost(edge.tensor, edge.src_op, a, edge.dst_op, b) for b in dst_configs]
              for a in src_configs]
-    kept = edge_transient_table(model, edge, src_configs, dst_configs, costs, option_names, True)
+    kept = input_transient_table(model, edge, src_configs, dst_configs, costs, option_names, True)
     flagged = _with_bit(bit, len(src_flags))
     for ks, src in enumerate(src_configs):
         size = producer_bytes(model, src_flags[bit], src)
@@ -88,7 +90,7 @@ def expand_edge(model, edge: Edge, tables: tuple[np.ndarray, np.ndarray, np.ndar
                 rows = slice(ks * fs + f, ks * fs + f + 1)
                 cols = slice(kd * fd, (kd + 1) * fd)
                 mem[:len(names), rows, cols] -= credit
-                transient[:, rows, cols] = kept[:, ks, kd, None, None]
+                transient[:, :, rows, cols] = kept[:, :, ks, kd, None, None]
     return mem, time, transient
 
 

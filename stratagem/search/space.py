@@ -7,10 +7,13 @@
                   + re-scheduling inside the group and from the data loader
     edge cost   = per pair (k, p) and reuse option r: edge_cost between the members the edge joins
                   (t = forward + backward re-scheduling; m = the option's memory; Eq. 2)
-    transient   = per node configuration, the largest term inside the group; per edge option, the
-                  edge's term (cost.transient): a strategy's peak adds the largest of its terms
+    transient   = per op, its outputs and inputs live while it runs (cost.transient): on the node
+                  for inputs inside the group, on one crossing input's edge otherwise, with
+                  levels for further crossing inputs (search.levels): a strategy's peak adds the
+                  largest of its terms
     flags       = a group producing buffers several consumers keep carries a flag per such buffer
-                  (up to 3) in its configuration index (search.flags): shared buffers count once
+                  (up to 3) in its configuration index (search.flags): shared buffers count once;
+                  levels add digits after the flags (index ((k * F) + f) * L + l)
 
 so that the additive totals of a strategy are TensorOpt's Eq. 3. `SearchSpace.strategy(point)`
 turns a solution back into a configuration for every op and a reuse option for every edge;
@@ -29,10 +32,11 @@ import numpy as np
 
 from stratagem.cost.memory import viewed_input
 from stratagem.cost.sharing import SharedTensor, kept_producer_buffers, sharing_credits
-from stratagem.cost.transient import edge_transient_bytes, edge_transient_table, op_transient_bytes, plan_transient
+from stratagem.cost.transient import input_transient_table, plan_transient
 from stratagem.ir import Graph, Role
 from stratagem.search.coarsen import Group, coarsen, derive_follower_config
 from stratagem.search.flags import edge_flag_key, expand_edge, expand_nodes, flagged_tensors, flags_of_strategy, node_flag_memory
+from stratagem.search.levels import Level, expand, fold, level_count, level_of, member_inputs
 from stratagem.search.problem import CostProblem, EdgeCosts
 from stratagem.space import Configuration, SpaceOptions
 from stratagem.tdl.graphops import analysis_key
@@ -56,10 +60,18 @@ class SearchSpace:
     problem: CostProblem
     cross_edges: tuple[CrossEdge, ...]
     flags: tuple[tuple[SharedTensor, ...], ...] = ()    # per group (search.flags); (): none
+    levels: tuple[tuple[Level, ...], ...] = ()           # per group (search.levels); (): none
 
     def num_flags(self, g: int) -> int:
-        """F_g: how many flag values group g's configuration index carries (k' = k * F_g + f)."""
+        """How many flag and level values group g's configuration index carries per configuration
+        (k'' = k * F_g * L_g + f * L_g + l)."""
+        return self._shared_flags(g) * self._levels(g)
+
+    def _shared_flags(self, g: int) -> int:
         return 1 << len(self.flags[g]) if self.flags else 1
+
+    def _levels(self, g: int) -> int:
+        return level_count(self.levels[g]) if self.levels else 1
 
     def config(self, g: int, index: int) -> Configuration:
         """Group g's anchor configuration at problem index k' (its flags dropped)."""
@@ -82,15 +94,17 @@ class SearchSpace:
     def index_of(self, model, strategy: Mapping[str, Configuration]) -> tuple[int, ...] | None:
         """The problem assignment of a strategy (its exact flags), if it lies in this space."""
         kept = kept_producer_buffers(model, strategy)
-        found = []
+        flagged = []                                  # k * F + f, before levels
         for g, group in enumerate(self.groups):
             try:
                 k = self.configs[g].index(strategy[group.anchor])
             except ValueError:
                 return None
             flags = flags_of_strategy(model, self.flags[g], kept) if self.flags else 0
-            found.append(k * self.num_flags(g) + flags)
-        return tuple(found)
+            flagged.append(k * self._shared_flags(g) + flags)
+        sources = [[flagged[self.problem.edges[level.edge].src] for level in found] for found in self.levels]
+        return tuple(index * self._levels(g) + (level_of(self.levels[g], index, sources[g]) if self.levels else 0)
+                     for g, index in enumerate(flagged))
 
 
 def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool = True) -> SearchSpace:
@@ -105,14 +119,16 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
     for edge in model.edges():
         if edge.src_op is None or group_of[edge.src_op] == group_of[edge.dst_op]:
             inner[group_of[edge.dst_op]].append(edge)
-    node_mem, node_time, node_transient = [], [], []
+    node_mem, node_time, node_transient, known = [], [], [], {}
     for g, group in enumerate(groups):
         m, t = _node_costs(model, group, members[g], len(configs[g]), group_of, g)
         extra = node_flag_memory(model, flags[g], members[g], len(configs[g])) if flags[g] else None
         node_mem.append(expand_nodes(m, 1 << len(flags[g]), extra))
         node_time.append(expand_nodes(t, 1 << len(flags[g])))
-        node_transient.append(_node_transient(model, group, members[g], len(configs[g]), flags[g], inner[g]))
-    edges, cross = [], []
+        found = member_inputs(model, group, members[g], len(configs[g]), flags[g], inner[g])
+        node_transient.append(np.max(np.stack([inputs.term() for inputs in found.values()]), axis=0))
+        known.update(found)
+    edges, cross, crossing, phases = [], [], {}, {}
     cache: dict[tuple, tuple] = {}
     for k, edge in enumerate(model.edges()):
         if edge.src_op is None:
@@ -130,11 +146,16 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
                 cache[flagged_key] = expand_edge(model, edge, (mem, time, transient), flags[gs], flags[gd],
                                                  members[gs][edge.src_op], members[gd][edge.dst_op], names)
             mem, time, transient = cache[flagged_key]
-        edges.append(EdgeCosts(gs, gd, mem, time, str(edge), transient))
+        crossing.setdefault(edge.dst_op, []).append(len(edges))
+        phases[len(edges)] = transient
+        edges.append(EdgeCosts(gs, gd, mem, time, str(edge)))
         cross.append(CrossEdge(k, gs, gd, names))
+    levels, carriers = fold(edges, phases, crossing, known, group_of, len(groups))
+    (node_mem, node_time, node_transient), edges = expand([node_mem, node_time, node_transient], edges, levels,
+                                                          carriers)
     problem = CostProblem(tuple(node_mem), tuple(node_time), tuple(edges),
                           tuple(group.anchor for group in groups), tuple(node_transient))
-    return SearchSpace(groups, configs, members, problem, tuple(cross), flags)
+    return SearchSpace(groups, configs, members, problem, tuple(cross), flags, levels)
 
 
 def _configurations(model, op_name: str, options: SpaceOptions) -> tuple[Configuration, ...]:
@@ -187,33 +208,6 @@ def _node_costs(model, group: Group, members, n: int, group_of, g: int) -> tuple
     return mem, time
 
 
-def _node_transient(model, group: Group, members, n: int, flags, inner) -> np.ndarray:
-    """Per configuration and flag value (index k * 2^len(flags) + f), the largest transient term
-    inside the group (cost.transient): its members' own, and those of `inner`, the edges between
-    members or from graph inputs. An edge of a flagged tensor (search.flags) counts the producer's
-    buffer as kept when its bit is set."""
-    base = np.zeros(n)
-    for name in group.members:
-        base = np.maximum(base, [op_transient_bytes(model, name, c) for c in members[name]])
-    bit_of = {s.tensor: bit for bit, s in enumerate(flags)}
-    by_bit = np.zeros((2, len(flags), n))            # [bit clear / set, bit, k]
-    for edge in inner:
-        bit = bit_of.get(edge.tensor)
-        for kept in ((False,) if bit is None else (False, True)):
-            terms = [edge_transient_bytes(model, edge, members[edge.src_op][k] if edge.src_op else None,
-                                          members[edge.dst_op][k], None, kept) for k in range(n)]
-            if bit is None:
-                base = np.maximum(base, terms)
-            else:
-                by_bit[int(kept), bit] = np.maximum(by_bit[int(kept), bit], terms)
-    found = np.empty((n, 1 << len(flags)))
-    for f in range(1 << len(flags)):
-        found[:, f] = base
-        for bit in range(len(flags)):
-            found[:, f] = np.maximum(found[:, f], by_bit[f >> bit & 1, bit])
-    return found.ravel()
-
-
 def _edge_key(model, edge, src_configs, dst_configs) -> tuple:
     graph = model.graph
     spec = graph.tensors[edge.tensor]
@@ -226,7 +220,8 @@ def _edge_key(model, edge, src_configs, dst_configs) -> tuple:
 
 
 def _edge_table(model, edge, src_configs, dst_configs):
-    """[R, K_src, K_dst] memory, time and transient term per reuse option, and the options' names."""
+    """[R, K_src, K_dst] memory and time per reuse option, [3, R, K_src, K_dst] transient phases
+    (cost.transient), and the options' names."""
     ks, kd = len(src_configs), len(dst_configs)
     costs = [[model.edge_cost(edge.tensor, edge.src_op, a, edge.dst_op, b) for b in dst_configs]
              for a in src_configs]
@@ -240,7 +235,7 @@ def _edge_table(model, edge, src_configs, dst_configs):
                 chosen = cost if name == cost.default_reuse else cost.with_reuse(name)
                 mem[o, i, j], time[o, i, j] = chosen.extra_memory_bytes, chosen.time_s
             names.append(tuple(name or "" for name in options))
-    transient = edge_transient_table(model, edge, src_configs, dst_configs, costs, names)
+    transient = input_transient_table(model, edge, src_configs, dst_configs, costs, names)
     return mem, time, tuple(names), transient
 
 

@@ -53,3 +53,20 @@ def fanout(readers: int = 3, batch: int = 64, width: int = 256, dtype: str = "fl
         ops.append(Op(f"prod{i}", "mul", (total, f"y{i}"), (f"prod{i}",)))
         total = f"prod{i}"
     return Graph.build("fanout", tensors, ops, [total])
+
+
+def residual(batch: int = 64, width: int = 256, dtype: str = "float32") -> Graph:
+    """x -> fca -> a, x -> fcb -> b, s = a + b, y = fcc(s): the add keeps nothing and neither
+    producer keeps its output, so a, b and s are all live while the add runs (a residual block's
+    sum, whose two summands come from different layers)."""
+    tensors = [TensorSpec("x", (batch, width), dtype, Role.INPUT, 0)]
+    ops = []
+    for name in ("a", "b"):
+        tensors += [TensorSpec(f"w{name}", (width, width), dtype, Role.WEIGHT),
+                    TensorSpec(name, (batch, width), dtype, Role.ACTIVATION, 0)]
+        ops.append(Op(f"fc{name}", "linear", ("x", f"w{name}"), (name,)))
+    tensors += [TensorSpec("s", (batch, width), dtype, Role.ACTIVATION, 0),
+                TensorSpec("wc", (width, width), dtype, Role.WEIGHT),
+                TensorSpec("y", (batch, width), dtype, Role.ACTIVATION, 0)]
+    ops += [Op("add", "add", ("a", "b"), ("s",)), Op("fcc", "linear", ("s", "wc"), ("y",))]
+    return Graph.build("residual", tensors, ops, ["y"])

@@ -1,0 +1,208 @@
+"""Per-op transient terms in FT's pairwise problem (cost.transient):
+
+    T_q = max( own_q + sum_e L_e,  sum_e H_e + max_e (P_e - H_e) )
+
+FT's problem has node and edge terms only (search.problem). An op q of group g reads
+
+    known inputs     from a member of g, or from the data loader: (L, H, P) depend on g's index
+    crossing inputs  from another group h: (L, H, P) depend on (k_h, k_g, r_e)
+
+so that
+    node term of g     = max over members q of T_q over its known inputs                (per k_g)
+    one crossing input e: its edge term is T_q over e and the known inputs               (exact)
+    several: e_1, the one whose P varies most, carries the term; every other e_j whose (L, H, P)
+        varies with the source adds a digit a_j to g's index (k'' = k' * L + l, mixed radix over
+        the digits); under a_j, e_j may only take options with (L, H, P) <= V_j[k', a_j]
+        componentwise (the others cost +inf memory on e_j) and e_1's term counts e_j as V_j[k', a_j];
+        V_j[k', .] are e_j's distinct (L, H, P) at k'.
+    an e_j whose (L, H, P) does not vary with the source counts as a known input.
+
+T_q grows with every L, H and P. For every strategy, the digit whose V_j is its own (L, H, P) is
+allowed and exact, others forbid or overcharge: the least over digits, which FT's frontier keeps
+(digits change memory, never time), is the exact peak. Past `MAX_LEVELS` triples for one input,
+or `MAX_LEVELS_PER_GROUP` digit combinations for one group, neighbouring triples merge upward (a
+digit then stands for the componentwise largest of a run): FT overcharges those strategies, never
+undercharges, and every plan's reported memory is the cost model's own (cost.transient).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from stratagem.cost.transient import input_transient_bytes, op_term, op_transient_bytes
+from stratagem.search.problem import EdgeCosts
+
+MAX_LEVELS = 4              # digit values of one crossing input at most
+MAX_LEVELS_PER_GROUP = 16   # digit combinations a group's index grows by at most
+
+
+@dataclass(frozen=True)
+class Known:
+    """own_q and the (L, H, P) of q's inputs known from its group's index (vectors or arrays)."""
+    own: np.ndarray
+    inputs: tuple[tuple, ...] = ()
+
+    def plus(self, phases) -> "Known":
+        return Known(self.own, self.inputs + (tuple(phases),))
+
+    def term(self) -> np.ndarray:
+        return op_term(self.own, self.inputs)
+
+
+@dataclass(frozen=True)
+class Level:
+    """One digit of a group's index: the crossing input it bounds and the edge carrying the term."""
+    edge: int              # problem edge of the bounded input e_j
+    carrier: int           # problem edge e_1 whose term counts e_j at its digit's triple
+    values: np.ndarray     # [K', A, 3]: V_j per index of the group (before levels) and digit
+    phases: np.ndarray     # [3, R, K_src', K']: e_j's (L, H, P), on indices before levels
+
+
+@dataclass(frozen=True)
+class Carrier:
+    """The edge carrying op q's term: its own (L, H, P) and q's known inputs."""
+    phases: np.ndarray     # [3, R, K_src', K']
+    known: Known           # vectors [K']
+
+
+def member_inputs(model, group, members: Mapping[str, Sequence], n: int, flags, inner) -> dict[str, Known]:
+    """Per member q, own_q and the (L, H, P) of its `inner` inputs, per index k * 2^len(flags) + f:
+    an inner edge of a flagged tensor (search.flags) counts the producer's buffer as kept when
+    its bit is set."""
+    num_flags = 1 << len(flags)
+    bit_of = {s.tensor: bit for bit, s in enumerate(flags)}
+    found = {name: Known(np.repeat([op_transient_bytes(model, name, c) for c in members[name]], num_flags)
+                         .astype(float)) for name in group.members}
+    for edge in inner:
+        bit = bit_of.get(edge.tensor)
+        by_kept = {kept: np.repeat(np.array([input_transient_bytes(
+            model, edge, members[edge.src_op][k] if edge.src_op else None, members[edge.dst_op][k], None, kept)
+            for k in range(n)]), num_flags, axis=0) for kept in ((False,) if bit is None else (False, True))}
+        phases = by_kept[False]
+        if bit is not None:
+            set_bit = ((np.arange(n * num_flags) % num_flags) >> bit & 1)[:, None] == 1
+            phases = np.where(set_bit, by_kept[True], by_kept[False])
+        found[edge.dst_op] = found[edge.dst_op].plus(phases.T)
+    return found
+
+
+def fold(edges: list[EdgeCosts], phases: Mapping[int, np.ndarray], crossing: Mapping[str, Sequence[int]],
+         known: Mapping[str, Known], group_of: Mapping[str, int], num_groups: int
+         ) -> tuple[tuple[tuple[Level, ...], ...], dict[int, Carrier]]:
+    """Per op with crossing inputs (`crossing[q]`: problem edges; `phases[i]`: edge i's
+    [3, R, K_src', K_dst'] (L, H, P)): its carrier, and the digits each group's index needs."""
+    levels: list[list[Level]] = [[] for _ in range(num_groups)]
+    combos = [1] * num_groups
+    carriers: dict[int, Carrier] = {}
+    for q, inputs in crossing.items():
+        g = group_of[q]
+        order = sorted(inputs, key=lambda i: -_span(phases[i][2]))
+        carrier, kept = order[0], known[q]
+        for i in order[1:]:
+            values = _level_values(phases[i], min(MAX_LEVELS, MAX_LEVELS_PER_GROUP // combos[g]))
+            if values.shape[1] == 1:
+                kept = kept.plus(values[:, 0, :].T)
+            else:
+                levels[g].append(Level(i, carrier, values, phases[i]))
+                combos[g] *= values.shape[1]
+        carriers[carrier] = Carrier(phases[carrier], kept)
+    return tuple(tuple(found) for found in levels), carriers
+
+
+def expand(node_tables: list[list[np.ndarray]], edges: list[EdgeCosts], levels: Sequence[Sequence[Level]],
+           carriers: Mapping[int, Carrier]) -> tuple[list[list[np.ndarray]], list[EdgeCosts]]:
+    """Every group's index k' -> k' * L + l over its digits' combinations l: node tables repeated,
+    edge tables repeated along the group's axis, a bounded input's options beyond its digit's
+    triple forbidden, and each carrier's term computed per combination."""
+    sizes = [level_count(found) for found in levels]
+    nodes = [[np.repeat(t, sizes[g]) if sizes[g] > 1 else t for g, t in enumerate(table)] for table in node_tables]
+    out = []
+    for i, e in enumerate(edges):
+        ls, ld = sizes[e.src], sizes[e.dst]
+        mem, time = (np.repeat(np.repeat(t, ls, axis=1), ld, axis=2) if ls * ld > 1 else t for t in (e.mem, e.time))
+        for j, level in enumerate(levels[e.dst]):
+            if level.edge == i:
+                mem = _forbid(mem, np.repeat(level.phases, ls, axis=2), level.values, level_digits(levels[e.dst], j))
+        transient = _carrier_term(carriers[i], levels[e.dst], i, ls) if i in carriers else None
+        out.append(EdgeCosts(e.src, e.dst, mem, time, e.name, transient))
+    return nodes, out
+
+
+def level_count(levels: Sequence[Level]) -> int:
+    return math.prod(level.values.shape[1] for level in levels)
+
+
+def level_digits(levels: Sequence[Level], j: int) -> np.ndarray:
+    """[L]: digit j of every combination l (mixed radix, the first digit most significant)."""
+    stride = math.prod(level.values.shape[1] for level in levels[j + 1:])
+    return np.arange(level_count(levels)) // stride % levels[j].values.shape[1]
+
+
+def level_of(levels: Sequence[Level], index: int, src_indices: Sequence[int]) -> int:
+    """An exact combination l for a strategy: per digit, the first whose triple covers the
+    bounded input's (L, H, P) under one of its options, at the source's index `src_indices[j]`
+    and this `index`."""
+    combination = 0
+    for level, src in zip(levels, src_indices):
+        own = level.phases[:, :, src, index]                      # [3, R]
+        covered = (own[:, :, None] <= level.values[index].T[:, None, :]).all(axis=0).any(axis=0)
+        combination = combination * level.values.shape[1] + int(np.argmax(covered))
+    return combination
+
+
+def _carrier_term(carrier: Carrier, levels: Sequence[Level], edge: int, ls: int) -> np.ndarray:
+    """[R, K_src' * L_src, K' * L]: T_q over the carrier's (L, H, P), q's known inputs and, per
+    combination, the triples of the digits this carrier counts."""
+    phases = np.repeat(carrier.phases, ls, axis=2) if ls > 1 else carrier.phases
+    count = level_count(levels)
+    mine = [(level, level_digits(levels, j)) for j, level in enumerate(levels) if level.carrier == edge]
+    inputs = [tuple(v[None, None, :, None] for v in lhp) for lhp in carrier.known.inputs]
+    inputs += [tuple(level.values[:, digits, c][None, None] for c in range(3)) for level, digits in mine]
+    inputs.append(tuple(p[..., None] for p in phases))
+    term = op_term(carrier.known.own[None, None, :, None], inputs)
+    term = np.broadcast_to(term, phases.shape[1:] + (count,))
+    return term.reshape(phases.shape[1], phases.shape[2], -1)
+
+
+def _span(table: np.ndarray) -> float:
+    """How much a [R, K_src, K_dst] table varies with the source and option, where it varies most."""
+    finite = np.where(np.isfinite(table), table, np.nan)
+    return float(np.nanmax(np.nanmax(finite, axis=(0, 1)) - np.nanmin(finite, axis=(0, 1))))
+
+
+def _level_values(phases: np.ndarray, most: int) -> np.ndarray:
+    """[K', A, 3]: per destination index, the input's distinct (L, H, P), at most `most` of them
+    (sorted by P, then L, then H; runs merged upward to their componentwise largest); one digit
+    when it never varies with the source."""
+    per_index = []
+    for kd in range(phases.shape[3]):
+        triples = phases[:, :, :, kd].reshape(3, -1).T
+        triples = np.unique(triples[np.isfinite(triples).all(axis=1)], axis=0)
+        per_index.append(triples[np.lexsort((triples[:, 1], triples[:, 0], triples[:, 2]))] if len(triples)
+                         else np.zeros((1, 3)))
+    count = min(max(len(t) for t in per_index), max(1, most))
+    rows = []
+    for triples in per_index:
+        runs = np.array_split(triples, min(count, len(triples)))
+        merged = np.array([run.max(axis=0) for run in runs])
+        rows.append(np.concatenate([merged, np.repeat(merged[-1:], count - len(merged), axis=0)]))
+    return np.array(rows)
+
+
+def _forbid(mem: np.ndarray, phases: np.ndarray, values: np.ndarray, digits: np.ndarray) -> np.ndarray:
+    """mem [R, Ks, K' * L]: +inf where the input's (L, H, P) exceeds its digit's triple."""
+    r, ks = mem.shape[:2]
+    mem = mem.reshape(r, ks, values.shape[0], len(digits))
+    bound = values[:, digits, :]                                        # [K', L, 3]
+    allowed = np.ones(mem.shape, dtype=bool)
+    for c in range(3):
+        allowed &= phases[c][..., None] <= bound[None, None, :, :, c]
+    return np.where(allowed, mem, np.inf).reshape(r, ks, -1)
+
+
+__all__ = ["Carrier", "Known", "Level", "MAX_LEVELS", "MAX_LEVELS_PER_GROUP", "expand", "fold", "level_count",
+           "level_digits", "level_of", "member_inputs"]

@@ -1,0 +1,102 @@
+"""Per-op transient terms in FT's problem (search.levels): an op holds all its inputs while it
+runs; FT's least over level digits is the cost model's exact peak, against brute force and the
+simulator."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from stratagem.cost import CostModel
+from stratagem.cost.transient import input_transient_bytes, op_transient_bytes, plan_transient
+from stratagem.search.ft import FTOptions
+from stratagem.search.ft_peak import peak_frontier_tracking
+from stratagem.search.space import additive_cost, build_search_space
+from stratagem.sim.builder import simulate
+from stratagem.space import Configuration, Edge
+from tests.search.graphs import residual
+
+B, W = 64, 256
+
+
+@pytest.fixture(scope="module")
+def model():
+    return CostModel(residual(B, W), "v100-2x8", num_devices=2)
+
+
+@pytest.fixture(scope="module")
+def space(model):
+    return build_search_space(model, coarsening=False)
+
+
+def _strategies(space):
+    """Every strategy of the space, with each group's indices over its flag and level values."""
+    for base in itertools.product(*[range(len(c)) for c in space.configs]):
+        flagged = [[k * space.num_flags(g) + f for f in range(space.num_flags(g))] for g, k in enumerate(base)]
+        yield [values[0] for values in flagged], flagged
+
+
+def test_the_add_holds_both_summands_and_the_sum_and_so_does_the_simulator(model):
+    """Data parallel: while the add runs, a, b and s are live (no op keeps a or b, s is kept by
+    fcc): the add's term is the two summands, more than either one (what a per-edge maximum saw)."""
+    from stratagem.cost.transient import op_term
+    dp = {op.name: Configuration.of(b=2) for op in model.graph.ops} | {"add": Configuration.of(d0=2)}
+    half = B // 2 * W * 4
+    edges = [Edge("a", "fca", "add"), Edge("b", "fcb", "add")]
+    parts = [input_transient_bytes(model, e, dp[e.src_op], dp["add"]) for e in edges]
+    assert parts == [(half, half, half)] * 2 and op_transient_bytes(model, "add", dp["add"]) == 0
+    assert op_term(0.0, parts) == 2 * half
+    assert plan_transient(model, dp) == (2 * half, "add")
+    assert model.plan_cost(dp).memory_bytes == simulate(model, dp).peak_memory_bytes
+
+
+def test_re_scheduled_summands_are_counted_as_the_simulator_holds_them(model):
+    """a and b produced split by features, the add by batch: both are re-scheduled before it
+    runs; a source is released once read into its copy, so the largest moment is an input's move
+    (one source and copy, and the other input): three halves, as simulated. The cost model adds
+    it to every saved activation, s included, which fcc saves only after the add: its peak is
+    the simulated one plus s (the over-count of a transient early in forward)."""
+    features, batch = Configuration.of(j=2), Configuration.of(b=2)
+    strategy = {"fca": features, "fcb": features, "add": Configuration.of(d0=2), "fcc": batch}
+    assert all(model.edge_cost_in(Edge(t, p, "add"), strategy).forward_steps for t, p in (("a", "fca"), ("b", "fcb")))
+    half = B // 2 * W * 4
+    assert plan_transient(model, strategy) == (3 * half, "add")
+    assert model.plan_cost(strategy).memory_bytes == simulate(model, strategy).peak_memory_bytes + half
+
+
+def test_the_adds_second_input_gets_levels(space):
+    g = next(g for g, group in enumerate(space.groups) if group.anchor == "add")
+    assert space.levels[g] and space.num_flags(g) > 1
+    carriers = {level.carrier for level in space.levels[g]}
+    assert all(space.problem.edges[level.edge].transient is None for level in space.levels[g])
+    assert all(space.problem.edges[c].transient is not None for c in carriers)
+
+
+def test_the_least_over_levels_is_the_exact_peak_of_every_strategy(model, space):
+    """For every strategy: min over flag and level values of the problem's (memory, time) is
+    the cost model's (memory, time), and index_of finds a value that is exact."""
+    checked = varied = 0
+    for base, flagged in _strategies(space):
+        strategy, _ = space.strategy(base)
+        exact = additive_cost(model, strategy)
+        values = [space.problem.evaluate(a) for a in itertools.product(*flagged)]
+        assert min(m for m, _ in values) == pytest.approx(exact[0], rel=1e-12)
+        assert all(t == pytest.approx(exact[1], rel=1e-12) for _, t in values)
+        assert space.problem.evaluate(space.index_of(model, strategy))[0] == pytest.approx(exact[0], rel=1e-12)
+        varied += len({m for m, _ in values}) > 1
+        checked += 1
+    assert checked > 100 and varied > 0
+
+
+def test_ft_finds_the_exact_peak_frontier(model, space):
+    points = sorted(additive_cost(model, space.strategy(base)[0]) for base, _ in _strategies(space))
+    truth, best = [], float("inf")
+    for mem, time in points:
+        if time < best * (1 - 1e-12):
+            truth.append((mem, time))
+            best = time
+    found = peak_frontier_tracking(space.problem, FTOptions(workers=1)).pairs
+    assert len(found) == len(truth)
+    for (m, t), (em, et) in zip(found, truth):
+        assert m == pytest.approx(em, rel=1e-12) and t == pytest.approx(et, rel=1e-12)
