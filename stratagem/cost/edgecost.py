@@ -8,7 +8,8 @@
               input-gradient layout -> the producer's output-gradient layout
     reuse     when producer and consumer both keep the tensor for backward (TensorOpt §4.2):
               read as it is -> one shared buffer (`shared`: the consumer's copy is not extra);
-              re-scheduled -> keep_both (default), keep_before, keep_after (costs.ReuseOption);
+              re-scheduled -> keep_both (default), keep_before, keep_after (costs.ReuseOption;
+              keep_after only for the tensor's one consumer that keeps it);
               sliced locally -> the consumer keeps its slice beside the producer's shard.
               When only consumers keep it, each pays its own (several reading it as it is share
               one buffer: cost.sharing counts that, given the whole strategy or by FT's flag)
@@ -111,6 +112,15 @@ def _reuse(model, tensor: str, src_op: str | None, dst_op: str, src: TensorLayou
     if not forward.steps:          # a local slice the consumer keeps beside the producer's shard
         return ()
     back = model.reschedule(spec, dst, src)
-    return (ReuseOption("keep_both", 0.0, (), 0.0),
-            ReuseOption("keep_before", -dst_bytes, forward.steps, forward.time_s),
-            ReuseOption("keep_after", -src_bytes, back.steps, back.time_s))
+    options = (ReuseOption("keep_both", 0.0, (), 0.0),
+               ReuseOption("keep_before", -dst_bytes, forward.steps, forward.time_s))
+    if other_keepers(graph, tensor, dst_op):
+        return options
+    return options + (ReuseOption("keep_after", -src_bytes, back.steps, back.time_s),)
+
+
+def other_keepers(graph, tensor: str, dst_op: str) -> bool:
+    """Whether another consumer keeps `tensor` for backward: the producer's buffer is then not
+    dropped by this edge alone (another keep_after would credit it twice, and a consumer reading
+    it as it is keeps it alive), so keep_after is not offered."""
+    return any(q.name != dst_op and tensor in saved_tensors(graph, q) for q in graph.consumers.get(tensor, ()))

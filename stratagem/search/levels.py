@@ -19,10 +19,13 @@ so that
 
 T_q grows with every L, H and P. For every strategy, the digit whose V_j is its own (L, H, P) is
 allowed and exact, others forbid or overcharge: the least over digits, which FT's frontier keeps
-(digits change memory, never time), is the exact peak. Past `MAX_LEVELS` triples for one input,
-or `MAX_LEVELS_PER_GROUP` digit combinations for one group, neighbouring triples merge upward (a
-digit then stands for the componentwise largest of a run): FT overcharges those strategies, never
-undercharges, and every plan's reported memory is the cost model's own (cost.transient).
+(digits change memory, never time), is the exact peak. Triples within `LEVEL_TOLERANCE` of the
+op's largest input P of each other share a digit (a batch norm's statistics, a few KiB whatever
+their layout, add no digit), and past `MAX_LEVELS` runs for one input, or `MAX_LEVELS_PER_GROUP`
+digit combinations for one group, neighbouring runs merge: a digit then stands for the
+componentwise largest of its run, so FT overcharges those strategies (by at most the tolerance
+when only it merged), never undercharges, and every plan's reported memory is the cost model's
+own (cost.transient).
 """
 
 from __future__ import annotations
@@ -36,8 +39,9 @@ import numpy as np
 from stratagem.cost.transient import input_transient_bytes, op_term, op_transient_bytes
 from stratagem.search.problem import EdgeCosts
 
-MAX_LEVELS = 4              # digit values of one crossing input at most
-MAX_LEVELS_PER_GROUP = 16   # digit combinations a group's index grows by at most
+MAX_LEVELS = 2              # digit values of one crossing input at most
+MAX_LEVELS_PER_GROUP = 2    # digit combinations a group's index grows by at most (FT's time grows with it)
+LEVEL_TOLERANCE = 0.005     # triples closer than this share of the op's largest input P share a digit
 
 
 @dataclass(frozen=True)
@@ -102,8 +106,9 @@ def fold(edges: list[EdgeCosts], phases: Mapping[int, np.ndarray], crossing: Map
         g = group_of[q]
         order = sorted(inputs, key=lambda i: -_span(phases[i][2]))
         carrier, kept = order[0], known[q]
+        tolerance = LEVEL_TOLERANCE * max(_largest(phases[i][2]) for i in inputs)
         for i in order[1:]:
-            values = _level_values(phases[i], min(MAX_LEVELS, MAX_LEVELS_PER_GROUP // combos[g]))
+            values = _level_values(phases[i], min(MAX_LEVELS, MAX_LEVELS_PER_GROUP // combos[g]), tolerance)
             if values.shape[1] == 1:
                 kept = kept.plus(values[:, 0, :].T)
             else:
@@ -168,28 +173,40 @@ def _carrier_term(carrier: Carrier, levels: Sequence[Level], edge: int, ls: int)
     return term.reshape(phases.shape[1], phases.shape[2], -1)
 
 
+def _largest(table: np.ndarray) -> float:
+    finite = table[np.isfinite(table)]
+    return float(finite.max()) if finite.size else 0.0
+
+
 def _span(table: np.ndarray) -> float:
     """How much a [R, K_src, K_dst] table varies with the source and option, where it varies most."""
     finite = np.where(np.isfinite(table), table, np.nan)
     return float(np.nanmax(np.nanmax(finite, axis=(0, 1)) - np.nanmin(finite, axis=(0, 1))))
 
 
-def _level_values(phases: np.ndarray, most: int) -> np.ndarray:
-    """[K', A, 3]: per destination index, the input's distinct (L, H, P), at most `most` of them
-    (sorted by P, then L, then H; runs merged upward to their componentwise largest); one digit
-    when it never varies with the source."""
+def _level_values(phases: np.ndarray, most: int, tolerance_bytes: float) -> np.ndarray:
+    """[K', A, 3]: per destination index, the input's distinct (L, H, P) sorted by P, then L,
+    then H; triples within `tolerance_bytes` of a run's first merge into it, and past `most`
+    runs neighbouring runs merge; a run stands for its componentwise largest. One digit when
+    the input never varies with the source by more than the tolerance."""
     per_index = []
     for kd in range(phases.shape[3]):
         triples = phases[:, :, :, kd].reshape(3, -1).T
         triples = np.unique(triples[np.isfinite(triples).all(axis=1)], axis=0)
-        per_index.append(triples[np.lexsort((triples[:, 1], triples[:, 0], triples[:, 2]))] if len(triples)
-                         else np.zeros((1, 3)))
-    count = min(max(len(t) for t in per_index), max(1, most))
+        triples = triples[np.lexsort((triples[:, 1], triples[:, 0], triples[:, 2]))] if len(triples) else np.zeros((1, 3))
+        runs, first = [[triples[0]]], triples[0]
+        for t in triples[1:]:
+            if (t - first).max() <= tolerance_bytes:
+                runs[-1].append(t)
+            else:
+                runs.append([t])
+                first = t
+        per_index.append([np.max(run, axis=0) for run in runs])
+    count = min(max(len(runs) for runs in per_index), max(1, most))
     rows = []
-    for triples in per_index:
-        runs = np.array_split(triples, min(count, len(triples)))
-        merged = np.array([run.max(axis=0) for run in runs])
-        rows.append(np.concatenate([merged, np.repeat(merged[-1:], count - len(merged), axis=0)]))
+    for runs in per_index:
+        merged = [np.max(part, axis=0) for part in np.array_split(np.array(runs), min(count, len(runs)))]
+        rows.append(np.array(merged + merged[-1:] * (count - len(merged))))
     return np.array(rows)
 
 
@@ -204,5 +221,5 @@ def _forbid(mem: np.ndarray, phases: np.ndarray, values: np.ndarray, digits: np.
     return np.where(allowed, mem, np.inf).reshape(r, ks, -1)
 
 
-__all__ = ["Carrier", "Known", "Level", "MAX_LEVELS", "MAX_LEVELS_PER_GROUP", "expand", "fold", "level_count",
+__all__ = ["Carrier", "Known", "LEVEL_TOLERANCE", "Level", "MAX_LEVELS", "MAX_LEVELS_PER_GROUP", "expand", "fold", "level_count",
            "level_digits", "level_of", "member_inputs"]

@@ -67,6 +67,32 @@ def test_reuse_options_when_re_scheduling(model):
     assert kept.extra_memory_bytes == -local and kept.backward_time_s > edge.backward_time_s
 
 
+def test_keep_after_only_for_the_one_consumer_that_keeps_the_tensor(checked):
+    """keep_after drops the producer's copy: with a second consumer keeping the tensor, the
+    buffer stays (the simulator keeps it for that consumer) and two keep_afters would credit it
+    twice, so neither edge offers it; the simulated peak is the cost model's under every option."""
+    from stratagem.ir import Graph, Op, Role, TensorSpec
+    from stratagem.sim.builder import simulate
+    from stratagem.space import Edge, Strategy
+    tensors = [TensorSpec("x", (B, D), "float32", Role.INPUT, 0), TensorSpec("w1", (H, D), "float32", Role.WEIGHT),
+               TensorSpec("h", (B, H), "float32", Role.ACTIVATION, 0),
+               TensorSpec("a", (B, H), "float32", Role.ACTIVATION, 0)]
+    ops = [Op("fc1", "linear", ("x", "w1"), ("h",)), Op("act", "softmax", ("h",), ("a",), {"dim": 1})]
+    for name in ("fc2", "fc3"):
+        tensors += [TensorSpec(f"w{name}", (D, H), "float32", Role.WEIGHT),
+                    TensorSpec(f"y{name}", (B, D), "float32", Role.ACTIVATION, 0)]
+        ops.append(Op(name, "linear", ("a", f"w{name}"), (f"y{name}",)))
+    two = CostModel(checked(Graph.build("two", tensors, ops, ["yfc2", "yfc3"])), "v100-2x8", num_devices=8)
+    strategy = {"fc1": Configuration.of(b=8), "act": Configuration.of(d0=8), "fc2": Configuration.of(k=8),
+                "fc3": Configuration.of(k=8)}
+    for reader in ("fc2", "fc3"):
+        edge = two.edge_cost("a", "act", strategy["act"], reader, strategy[reader])
+        assert edge.forward_steps and {o.name for o in edge.reuse} == {"keep_both", "keep_before"}
+    for option in ("keep_both", "keep_before"):
+        chosen = Strategy(strategy, {Edge("a", "act", "fc2"): option, Edge("a", "act", "fc3"): option})
+        assert two.plan_cost(chosen).memory_bytes >= simulate(two, chosen).peak_memory_bytes
+
+
 def test_topology_decides_between_all_to_all_and_gather_then_slice(checked):
     # DGX-1V: an all-to-all sends 3 of 7 pairs over PCIe and QPI, while an all-gather rides the
     # NVLink rings, so S(0) -> S(1) is cheaper as all-gather + slice; on NVSwitch it is an all-to-all.

@@ -16,6 +16,7 @@ from stratagem.search.ft_peak import peak_frontier_tracking
 from stratagem.search.space import additive_cost, build_search_space
 from stratagem.sim.builder import simulate
 from tests.search.graphs import fanout
+from tests.search.oracle import build_uncapped_space
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +26,7 @@ def model():
 
 @pytest.fixture(scope="module")
 def space(model):
-    return build_search_space(model, coarsening=False)
+    return build_uncapped_space(model, coarsening=False)
 
 
 def test_the_shared_tensor_is_flagged_on_its_producer(model, space):
@@ -105,7 +106,7 @@ def test_coarsened_groups_count_shared_buffers_and_transients_as_the_cost_model_
         warnings.simplefilter("ignore")
         graph = zoo.build("gpt-tiny-tiny", batch_size=8)
     decoder = CostModel(graph, "cpu-1x2", num_devices=2)
-    space = build_search_space(decoder)
+    space = build_uncapped_space(decoder)
     flagged = [g for g in range(len(space.groups)) if space.num_flags(g) > 1]
     assert flagged and len(decoder.shared_tensors) >= 2 and any(space.levels)
     rng = np.random.default_rng(0)
@@ -149,7 +150,7 @@ def test_unflagged_shared_tensors_are_overcharged_never_undercharged(model, monk
     exact count for every strategy, and equal to it where at most one reader reads it as it is."""
     import stratagem.search.flags as flags
     monkeypatch.setattr(flags, "MAX_FLAGS_PER_GROUP", 0)
-    unflagged = build_search_space(model, coarsening=False)
+    unflagged = build_uncapped_space(model, coarsening=False)
     assert not any(unflagged.flags)
     over = 0
     for base, levels in _assignments(unflagged):

@@ -16,6 +16,7 @@ from stratagem.search.space import additive_cost, build_search_space
 from stratagem.sim.builder import simulate
 from stratagem.space import Configuration, Edge
 from tests.search.graphs import residual
+from tests.search.oracle import build_uncapped_space
 
 B, W = 64, 256
 
@@ -27,6 +28,13 @@ def model():
 
 @pytest.fixture(scope="module")
 def space(model):
+    """Digits enough for every distinct (L, H, P) of the add's second input: exact."""
+    return build_uncapped_space(model, coarsening=False)
+
+
+@pytest.fixture(scope="module")
+def capped(model):
+    """The default caps: fewer digits than distinct triples, runs merged upward."""
     return build_search_space(model, coarsening=False)
 
 
@@ -100,3 +108,17 @@ def test_ft_finds_the_exact_peak_frontier(model, space):
     assert len(found) == len(truth)
     for (m, t), (em, et) in zip(found, truth):
         assert m == pytest.approx(em, rel=1e-12) and t == pytest.approx(et, rel=1e-12)
+
+
+def test_past_the_caps_ft_overcharges_never_undercharges(model, space, capped):
+    g = next(g for g, group in enumerate(capped.groups) if group.anchor == "add")
+    assert capped.num_flags(g) < space.num_flags(g)
+    over = 0
+    for base, flagged in _strategies(capped):
+        strategy, _ = capped.strategy(base)
+        exact = additive_cost(model, strategy)[0]
+        least = min(capped.problem.evaluate(a)[0] for a in itertools.product(*flagged))
+        assert least >= exact * (1 - 1e-12)
+        assert capped.problem.evaluate(capped.index_of(model, strategy))[0] == pytest.approx(least, rel=1e-12)
+        over += least > exact * (1 + 1e-12)
+    assert over > 0
