@@ -155,7 +155,8 @@ def level_of(levels: Sequence[Level], index: int, src_indices: Sequence[int]) ->
     for level, src in zip(levels, src_indices):
         own = level.phases[:, :, src, index]                      # [3, R]
         covered = (own[:, :, None] <= level.values[index].T[:, None, :]).all(axis=0).any(axis=0)
-        combination = combination * level.values.shape[1] + int(np.argmax(covered))
+        digit = int(np.argmax(covered)) if covered.any() else level.values.shape[1] - 1
+        combination = combination * level.values.shape[1] + digit
     return combination
 
 
