@@ -33,3 +33,30 @@ def build_uncapped_space(model, **kwargs):
         patch.setattr(levels, "MAX_LEVELS", 64)
         patch.setattr(levels, "MAX_LEVELS_PER_GROUP", 64)
         return build_search_space(model, **kwargs)
+
+
+def assert_ft_finds_the_exact_frontier(model, space, bases) -> None:
+    """FT's peak frontier of `space` equals the frontier of the cost model's exact (memory, time)
+    over every strategy (`bases`: problem assignments, one per strategy)."""
+    import pytest
+
+    from stratagem.search.ft import FTOptions
+    from stratagem.search.ft_peak import peak_frontier_tracking
+    from stratagem.search.space import additive_cost
+    truth, best = [], float("inf")
+    for mem, time in sorted(additive_cost(model, space.strategy(base)[0]) for base in bases):
+        if time < best * (1 - 1e-12):
+            truth.append((mem, time))
+            best = time
+    found = peak_frontier_tracking(space.problem, FTOptions(workers=1)).pairs
+    assert len(found) == len(truth)
+    for (m, t), (em, et) in zip(found, truth):
+        assert m == pytest.approx(em, rel=1e-12) and t == pytest.approx(et, rel=1e-12)
+
+
+def space_assignments(space):
+    """Every strategy of a search space (small enough to enumerate) as a problem assignment with
+    its flags and levels cleared, and each group's indices over its flag and level values."""
+    for base in itertools.product(*[range(len(c)) for c in space.configs]):
+        flagged = [[k * space.num_flags(g) + f for f in range(space.num_flags(g))] for g, k in enumerate(base)]
+        yield [values[0] for values in flagged], flagged

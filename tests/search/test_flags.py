@@ -11,12 +11,10 @@ import pytest
 
 from stratagem.cost import CostModel
 from stratagem.cost.sharing import sharing_credits
-from stratagem.search.ft import FTOptions
-from stratagem.search.ft_peak import peak_frontier_tracking
-from stratagem.search.space import additive_cost, build_search_space
+from stratagem.search.space import additive_cost
 from stratagem.sim.builder import simulate
 from tests.search.graphs import fanout
-from tests.search.oracle import build_uncapped_space
+from tests.search.oracle import assert_ft_finds_the_exact_frontier, build_uncapped_space, space_assignments
 
 
 @pytest.fixture(scope="module")
@@ -36,20 +34,11 @@ def test_the_shared_tensor_is_flagged_on_its_producer(model, space):
     assert space.num_flags(g) == 2 and len(space.problem.node_mem[g]) == 2 * len(space.configs[g])
 
 
-def _assignments(space):
-    """Every strategy (small enough to enumerate) as a problem assignment with its flags cleared,
-    and each group's indices over its flag values."""
-    choices = [range(len(c)) for c in space.configs]
-    for base in itertools.product(*choices):
-        flagged = [[k * space.num_flags(g) + f for f in range(space.num_flags(g))] for g, k in enumerate(base)]
-        yield [values[0] for values in flagged], flagged
-
-
 def test_the_least_over_flags_is_the_exact_memory_of_every_strategy(model, space):
     """For every strategy: min over flag values of the problem's (memory, time) is the cost
     model's whole-strategy count, in which readers sharing one buffer pay it once."""
     checked = sharing = 0
-    for base, flagged in _assignments(space):
+    for base, flagged in space_assignments(space):
         strategy, _ = space.strategy(base)
         exact = additive_cost(model, strategy)
         values = [space.problem.evaluate(a) for a in itertools.product(*flagged)]
@@ -65,20 +54,7 @@ def test_the_least_over_flags_is_the_exact_memory_of_every_strategy(model, space
 
 def test_ft_finds_the_exact_frontier_over_strategies(model, space):
     """FT over the flagged problem gives the frontier of the exact (memory, time) of every strategy."""
-    points = []
-    for base, _ in _assignments(space):
-        strategy, _ = space.strategy(base)
-        points.append(additive_cost(model, strategy))
-    points.sort()
-    truth, best = [], float("inf")
-    for mem, time in points:
-        if time < best * (1 - 1e-12):
-            truth.append((mem, time))
-            best = time
-    found = peak_frontier_tracking(space.problem, FTOptions(workers=1)).pairs
-    assert len(found) == len(truth)
-    for (m, t), (em, et) in zip(found, truth):
-        assert m == pytest.approx(em, rel=1e-12) and t == pytest.approx(et, rel=1e-12)
+    assert_ft_finds_the_exact_frontier(model, space, (base for base, _ in space_assignments(space)))
 
 
 def test_the_simulator_holds_one_buffer_for_readers_that_share_it(model):
@@ -153,7 +129,7 @@ def test_unflagged_shared_tensors_are_overcharged_never_undercharged(model, monk
     unflagged = build_uncapped_space(model, coarsening=False)
     assert not any(unflagged.flags)
     over = 0
-    for base, levels in _assignments(unflagged):
+    for base, levels in space_assignments(unflagged):
         strategy, _ = unflagged.strategy(base)
         exact = additive_cost(model, strategy)[0]
         found = min(unflagged.problem.evaluate(a)[0] for a in itertools.product(*levels))

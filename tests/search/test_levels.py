@@ -10,13 +10,11 @@ import pytest
 
 from stratagem.cost import CostModel
 from stratagem.cost.transient import input_transient_bytes, op_transient_bytes, plan_transient
-from stratagem.search.ft import FTOptions
-from stratagem.search.ft_peak import peak_frontier_tracking
 from stratagem.search.space import additive_cost, build_search_space
 from stratagem.sim.builder import simulate
 from stratagem.space import Configuration, Edge
 from tests.search.graphs import residual
-from tests.search.oracle import build_uncapped_space
+from tests.search.oracle import assert_ft_finds_the_exact_frontier, build_uncapped_space, space_assignments
 
 B, W = 64, 256
 
@@ -36,13 +34,6 @@ def space(model):
 def capped(model):
     """The default caps: fewer digits than distinct triples, runs merged upward."""
     return build_search_space(model, coarsening=False)
-
-
-def _strategies(space):
-    """Every strategy of the space, with each group's indices over its flag and level values."""
-    for base in itertools.product(*[range(len(c)) for c in space.configs]):
-        flagged = [[k * space.num_flags(g) + f for f in range(space.num_flags(g))] for g, k in enumerate(base)]
-        yield [values[0] for values in flagged], flagged
 
 
 def test_the_add_holds_both_summands_and_the_sum_and_so_does_the_simulator(model):
@@ -85,7 +76,7 @@ def test_the_least_over_levels_is_the_exact_peak_of_every_strategy(model, space)
     """For every strategy: min over flag and level values of the problem's (memory, time) is
     the cost model's (memory, time), and index_of finds a value that is exact."""
     checked = varied = 0
-    for base, flagged in _strategies(space):
+    for base, flagged in space_assignments(space):
         strategy, _ = space.strategy(base)
         exact = additive_cost(model, strategy)
         values = [space.problem.evaluate(a) for a in itertools.product(*flagged)]
@@ -98,23 +89,15 @@ def test_the_least_over_levels_is_the_exact_peak_of_every_strategy(model, space)
 
 
 def test_ft_finds_the_exact_peak_frontier(model, space):
-    points = sorted(additive_cost(model, space.strategy(base)[0]) for base, _ in _strategies(space))
-    truth, best = [], float("inf")
-    for mem, time in points:
-        if time < best * (1 - 1e-12):
-            truth.append((mem, time))
-            best = time
-    found = peak_frontier_tracking(space.problem, FTOptions(workers=1)).pairs
-    assert len(found) == len(truth)
-    for (m, t), (em, et) in zip(found, truth):
-        assert m == pytest.approx(em, rel=1e-12) and t == pytest.approx(et, rel=1e-12)
+    """FT over the problem with levels gives the frontier of every strategy's exact peak and time."""
+    assert_ft_finds_the_exact_frontier(model, space, (base for base, _ in space_assignments(space)))
 
 
 def test_past_the_caps_ft_overcharges_never_undercharges(model, space, capped):
     g = next(g for g, group in enumerate(capped.groups) if group.anchor == "add")
     assert capped.num_flags(g) < space.num_flags(g)
     over = 0
-    for base, flagged in _strategies(capped):
+    for base, flagged in space_assignments(capped):
         strategy, _ = capped.strategy(base)
         exact = additive_cost(model, strategy)[0]
         least = min(capped.problem.evaluate(a)[0] for a in itertools.product(*flagged))
