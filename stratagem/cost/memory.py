@@ -115,6 +115,12 @@ def keeps_input(graph: Graph, op: Op, tensor: str) -> bool:
     return tensor in saved_tensors(graph, op)
 
 
+def keeps_copy(graph: Graph, op: Op, tensor: str, option: str | None) -> bool:
+    """Whether `op` keeps its copy of input `tensor` under the edge's reuse option: keep_before
+    drops the consumer's copy after forward and rebuilds it for backward (TensorOpt's reuse)."""
+    return keeps_input(graph, op, tensor) and option != "keep_before"
+
+
 def saved_tensors(graph: Graph, op: Op) -> tuple[str, ...]:
     """Activations (inputs or outputs of `op`) that autograd keeps for its backward."""
     if op.saved is not None:

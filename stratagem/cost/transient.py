@@ -39,7 +39,7 @@ from functools import reduce
 
 import numpy as np
 
-from stratagem.cost.memory import keeps_input, saved_tensors, viewed_input
+from stratagem.cost.memory import keeps_copy, saved_tensors, viewed_input
 from stratagem.cost.sharing import kept_producer_buffers
 from stratagem.ir import dtype_bytes
 from stratagem.space import Configuration, Edge
@@ -122,7 +122,7 @@ def _produced(model, edge: Edge) -> bool:
 
 
 def _consumer_keeps(model, edge: Edge, option: str | None) -> bool:
-    return keeps_input(model.graph, model.graph.op(edge.dst_op), edge.tensor) and option != "keep_before"
+    return keeps_copy(model.graph, model.graph.op(edge.dst_op), edge.tensor, option)
 
 
 def _source_bytes(keeps: tuple[bool, bool], option: str | None, kept_by_another: bool, src_bytes: float,

@@ -17,7 +17,7 @@ tasks of other units); after a delta edit, `touched_by` says which units' buffer
 
 from __future__ import annotations
 
-from stratagem.cost.memory import keeps_input
+from stratagem.cost.memory import keeps_copy
 from stratagem.ir import dtype_bytes
 from stratagem.sim.memory import Buffer, BufferSet
 from stratagem.sim.state import SimState
@@ -59,7 +59,7 @@ def edge_buffers(state: SimState, k: int) -> BufferSet:
     local = state.model.input_layout(e.dst_op, dst, index).local_num_elements(spec.shape)
     size = local * dtype_bytes(spec.dtype)
     option = cost.default_reuse                  # the option it is priced under
-    kept = keeps_input(state.graph, state.graph.op(e.dst_op), e.tensor) and option != "keep_before"
+    kept = keeps_copy(state.graph, state.graph.op(e.dst_op), e.tensor, option)
     viewed = view_source(state, e.dst_op) == k
     out = state.graph.op(e.dst_op).outputs[0]
     buffers = []

@@ -60,3 +60,32 @@ def space_assignments(space):
     for base in itertools.product(*[range(len(c)) for c in space.configs]):
         flagged = [[k * space.num_flags(g) + f for f in range(space.num_flags(g))] for g, k in enumerate(base)]
         yield [values[0] for values in flagged], flagged
+
+
+def checked_strategies(model, space):
+    """Every strategy of `space`, each checked: the least over its flag and level values of the
+    problem's memory is the cost model's exact peak, and every value's time is its time (flags and
+    levels change memory only). Yields (strategy, the memories over those values)."""
+    import pytest
+
+    from stratagem.search.space import additive_cost
+    for base, flagged in space_assignments(space):
+        strategy, _ = space.strategy(base)
+        exact = additive_cost(model, strategy)
+        values = [space.problem.evaluate(a) for a in itertools.product(*flagged)]
+        assert min(m for m, _ in values) == pytest.approx(exact[0], rel=1e-12)
+        assert all(t == pytest.approx(exact[1], rel=1e-12) for _, t in values)
+        yield strategy, [m for m, _ in values]
+
+
+def bounded_strategies(model, space):
+    """Every strategy of `space`, checked never undercharged: the least over its flag and level
+    values of the problem's memory is at least the cost model's exact peak. Yields (strategy,
+    that least, the exact peak)."""
+    from stratagem.search.space import additive_cost
+    for base, flagged in space_assignments(space):
+        strategy, _ = space.strategy(base)
+        exact = additive_cost(model, strategy)[0]
+        least = min(space.problem.evaluate(a)[0] for a in itertools.product(*flagged))
+        assert least >= exact * (1 - 1e-12)
+        yield strategy, least, exact

@@ -3,7 +3,6 @@ cost problem; against the cost model's whole-strategy count (cost.sharing) and t
 
 from __future__ import annotations
 
-import itertools
 
 import numpy as np
 
@@ -14,7 +13,10 @@ from stratagem.cost.sharing import sharing_credits
 from stratagem.search.space import additive_cost
 from stratagem.sim.builder import simulate
 from tests.search.graphs import fanout
-from tests.search.oracle import assert_ft_finds_the_exact_frontier, build_uncapped_space, space_assignments
+from tests.search.oracle import (
+    assert_ft_finds_the_exact_frontier, bounded_strategies, build_uncapped_space, checked_strategies,
+    space_assignments,
+)
 
 
 @pytest.fixture(scope="module")
@@ -38,12 +40,7 @@ def test_the_least_over_flags_is_the_exact_memory_of_every_strategy(model, space
     """For every strategy: min over flag values of the problem's (memory, time) is the cost
     model's whole-strategy count, in which readers sharing one buffer pay it once."""
     checked = sharing = 0
-    for base, flagged in space_assignments(space):
-        strategy, _ = space.strategy(base)
-        exact = additive_cost(model, strategy)
-        values = [space.problem.evaluate(a) for a in itertools.product(*flagged)]
-        assert min(m for m, _ in values) == pytest.approx(exact[0], rel=1e-12)
-        assert all(t == pytest.approx(exact[1], rel=1e-12) for _, t in values)   # flags change memory only
+    for strategy, _ in checked_strategies(model, space):
         readers = sum(strategy[q].devices == strategy["add"].devices and
                       model.input_layout(q, strategy[q], 0) == model.layouts.output_layout("add", strategy["add"])
                       for q in ("fc1", "fc2", "fc3"))
@@ -129,11 +126,7 @@ def test_unflagged_shared_tensors_are_overcharged_never_undercharged(model, monk
     unflagged = build_uncapped_space(model, coarsening=False)
     assert not any(unflagged.flags)
     over = 0
-    for base, levels in space_assignments(unflagged):
-        strategy, _ = unflagged.strategy(base)
-        exact = additive_cost(model, strategy)[0]
-        found = min(unflagged.problem.evaluate(a)[0] for a in itertools.product(*levels))
-        assert found >= exact * (1 - 1e-12)
+    for strategy, found, exact in bounded_strategies(model, unflagged):
         shared = sum(amount for amount, _ in sharing_credits(model, strategy))
         assert (found > exact * (1 + 1e-12)) == (shared > 0)
         over += shared > 0
