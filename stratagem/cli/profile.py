@@ -114,8 +114,8 @@ def run_ops(args: argparse.Namespace) -> int:
     from stratagem.runtime.profile_ops import profile_graph
 
     graph = resolve_model(args.model)
-    table = profile_graph(graph, args.devices, SpaceOptions(max_axes=args.max_axes), repeats=args.repeats,
-                          warmup=args.warmup, device=args.device, label=args.device_kind)
+    table = profile_graph(graph, args.devices, SpaceOptions(max_axes=args.max_axes, runnable=True),
+                          repeats=args.repeats, warmup=args.warmup, device=args.device, label=args.device_kind)
     table.save(args.output)
     print(f"wrote {len(table)} op timings ({table.device_kind}) to {args.output}")
     return 0

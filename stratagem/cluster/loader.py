@@ -11,6 +11,7 @@ File format (every bandwidth per direction in bytes/s, every latency in s, per h
     device:      kind, matrix_flops_per_s {dtype: peak, default: peak}, vector_flops_per_s {...},
                  memory_bandwidth_bytes_per_s, memory_bytes (bytes, or a size such as 16GB), launch_overhead_s,
                  optional matrix_efficiency / vector_efficiency / memory_efficiency: [[size, eta], ...]
+                 (matrix_efficiency also {dtype: [[size, eta], ...], default: [...]}, per dtype)
     fabrics:     list of {type: mesh, name, link: {bandwidth_bytes_per_s, latency_s},
                           pairs: [[local a, local b, links], ...]}
                          {type: switch, name, link}                      (NVSwitch, loopback)
@@ -27,11 +28,12 @@ File format (every bandwidth per direction in bytes/s, every latency in s, per h
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from stratagem.cluster.spec import (
-    NCCL_PROTOCOLS, ClusterSpec, DeviceSpec, EfficiencyCurve, Fabric, LinkSpec, MeshFabric,
+    CALCULON_MATRIX, NCCL_PROTOCOLS, ClusterSpec, DeviceSpec, EfficiencyCurve, Fabric, LinkSpec, MeshFabric,
     NetworkSpec, PCIeTreeFabric, Protocol, SwitchFabric,
 )
 from stratagem.errors import ConfigError
@@ -142,6 +144,8 @@ def _link(f: Fields) -> LinkSpec:
 def _curve(f: Fields, key: str, default: EfficiencyCurve) -> EfficiencyCurve:
     if not f.has(key):
         return default
+    if isinstance(f.raw(key), Mapping):
+        return _curve(f.sub(key), "default", default)
     points = []
     for i, item in enumerate(f.sequence(key)):
         if not isinstance(item, (list, tuple)) or len(item) != 2:
@@ -166,7 +170,17 @@ def _device(f: Fields) -> DeviceSpec:
                       base.memory_bandwidth_bytes_per_s, base.memory_bytes, base.launch_overhead_s,
                       _curve(f, "matrix_efficiency", base.matrix_efficiency),
                       _curve(f, "vector_efficiency", base.vector_efficiency),
-                      _curve(f, "memory_efficiency", base.memory_efficiency))
+                      _curve(f, "memory_efficiency", base.memory_efficiency),
+                      _curves_by_dtype(f, "matrix_efficiency"))
+
+
+def _curves_by_dtype(f: Fields, key: str) -> tuple[tuple[str, EfficiencyCurve], ...]:
+    """`key: {dtype: [[size, eta], ...], default: ...}`: the curves of the named dtypes."""
+    if not f.has(key) or not isinstance(f.raw(key), Mapping):
+        return ()
+    table = f.sub(key)
+    return tuple((str(dtype), _curve(table, str(dtype), CALCULON_MATRIX))
+                 for dtype in table.data if dtype != "default")
 
 
 _RESERVED = re.compile(r"^(d\d+|nic\d+|net)$")

@@ -61,11 +61,22 @@ class DeviceSpec:
     matrix_efficiency: EfficiencyCurve = CALCULON_MATRIX
     vector_efficiency: EfficiencyCurve = CALCULON_VECTOR
     memory_efficiency: EfficiencyCurve = CALCULON_MEMORY
+    # dtype -> matrix-engine curve where it differs from `matrix_efficiency` (measured: small bf16
+    # matmuls reach a smaller fraction of their much higher peak than float32 ones)
+    matrix_efficiency_by_dtype: tuple[tuple[str, EfficiencyCurve], ...] = ()
+
+    def efficiency(self, dtype: str, matrix: bool) -> EfficiencyCurve:
+        """The compute efficiency curve of the engine that runs `dtype` math."""
+        if not matrix:
+            return self.vector_efficiency
+        return dict(self.matrix_efficiency_by_dtype).get(dtype, self.matrix_efficiency)
 
     def peak_flops_per_s(self, dtype: str, matrix: bool) -> float | None:
-        """Peak for `dtype` on the matrix or vector engine; the 'default' entry if dtype is absent."""
+        """Peak for `dtype` on the matrix or vector engine; the 'default' entry if dtype is absent
+        (and for TF32 math on a device without TF32, its float32 peak)."""
         table = dict(self.matrix_flops_per_s if matrix else self.vector_flops_per_s)
-        return table.get(dtype, table.get("default"))
+        fallback = table.get("float32") if dtype == "tfloat32" else None
+        return table.get(dtype, table.get("default", fallback))
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ def roofline_time_s(device: DeviceSpec, flops: float, num_bytes: float, dtype: s
         engine = "matrix" if matrix else "vector"
         raise ConfigError(f"device {device.kind!r} has no {engine} peak for dtype {dtype!r}",
                           hint=f"Add '{dtype}' or 'default' to {engine}_flops_per_s in the cluster file")
-    efficiency = device.matrix_efficiency if matrix else device.vector_efficiency
+    efficiency = device.efficiency(dtype, matrix)
     compute_s = flops / (efficiency.at(flops) * peak) if flops > 0 else 0.0
     memory_s = num_bytes / (device.memory_efficiency.at(num_bytes) * device.memory_bandwidth_bytes_per_s)
     return max(compute_s, memory_s) + device.launch_overhead_s

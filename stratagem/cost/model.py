@@ -27,7 +27,7 @@ from stratagem.cost.compute_table import ComputeTable, ProfileRequest
 from stratagem.cost.costs import EdgeCost, OpCost, PlanCost
 from stratagem.cost.edgecost import build_edge_cost
 from stratagem.cost.memory import Optimizer, kept_tensors
-from stratagem.cost.opcost import build_op_cost
+from stratagem.cost.opcost import OpWork, build_op_cost, op_work
 from stratagem.cost.oplayouts import OpLayouts
 from stratagem.cost.redistribute import Redistribution
 from stratagem.cost.reschedule import Rescheduler
@@ -84,6 +84,10 @@ class CostModel:
         if found is None:
             found = self._ops[key] = build_op_cost(self, op_name, self._checked(config))
         return found
+
+    def op_work(self, op_name: str, config: Configuration) -> OpWork:
+        """What one device's share of the op computes and moves (what op_cost prices its time from)."""
+        return op_work(self, op_name, self._checked(config))
 
     def edge_cost(self, tensor: str, src_op: str | None, src_config: Configuration | None,
                   dst_op: str, dst_config: Configuration) -> EdgeCost:

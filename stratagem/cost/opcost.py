@@ -15,17 +15,45 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from stratagem.cost.compute import is_contraction, local_extents
+from stratagem.cost.compute_table import ProfileRequest
 from stratagem.cost.costs import OpCost
 from stratagem.cost.memory import MemoryCost, saved_tensors
 from stratagem.cost.steps import CommStep
 from stratagem.ir import Role, dtype_bytes, owned_parameters
 from stratagem.space import Configuration, Partial
+from stratagem.tdl.library import LIBRARY
 from stratagem.space.tensor_layout import TensorLayout, output_layout
 
 
-def build_op_cost(model, op_name: str, config: Configuration) -> OpCost:
+@dataclass(frozen=True)
+class OpWork:
+    """What prices one device's share of an op: the request a measured table is keyed by, its
+    FLOPs, the bytes it reads and writes (none for a view: it aliases its input, no kernel runs),
+    the precision of its math (`math_dtype`) and whether the matrix engine runs it (a
+    contraction, or its record's `matrix_engine`)."""
+    request: ProfileRequest
+    flops: float
+    num_bytes: float
+    dtype: str
+    matrix: bool
+
+
+@dataclass(frozen=True)
+class DescribedWork:
+    """What an op's description says one device's share does: FLOPs, bytes of its inputs and
+    outputs, its tensors' dtype, whether it is one contraction (before its record's facts on how
+    PyTorch runs it, `work_of`)."""
+    request: ProfileRequest
+    flops: float
+    num_bytes: float
+    dtype: str
+    contraction: bool
+
+
+def described_work(model, op_name: str, config: Configuration) -> DescribedWork:
     op, graph = model.graph.op(op_name), model.graph
     analysis = model.analyses[op_name]
     inputs = [model.input_layout(op_name, config, i) for i in range(len(op.inputs))]
@@ -33,10 +61,37 @@ def build_op_cost(model, op_name: str, config: Configuration) -> OpCost:
     in_bytes = sum(lay.local_num_elements(graph.tensors[t].shape) * dtype_bytes(graph.tensors[t].dtype)
                    for lay, t in zip(inputs, op.inputs))
     out_bytes = sum(_local_bytes(graph, t, output) for t in op.outputs)
-    dtype = graph.tensors[op.outputs[0]].dtype
-    flops = analysis.flops(local_extents(analysis, config.degrees))
-    times = model.compute.times(model.profile_request(op_name, config), flops, in_bytes + out_bytes,
-                                dtype, is_contraction(analysis))
+    return DescribedWork(model.profile_request(op_name, config), analysis.flops(local_extents(analysis, config.degrees)),
+                         in_bytes + out_bytes, graph.tensors[op.outputs[0]].dtype, is_contraction(analysis))
+
+
+def op_work(model, op_name: str, config: Configuration) -> OpWork:
+    return work_of(described_work(model, op_name, config))
+
+
+def work_of(described: DescribedWork) -> OpWork:
+    """The description with the op record's facts on how PyTorch runs it: a view moves no bytes,
+    its math's precision (`math_dtype`), `matrix_engine`."""
+    kind = described.request.kind
+    record = LIBRARY.get(kind)
+    view = record is not None and record.view is not None
+    return OpWork(described.request, described.flops, 0.0 if view else described.num_bytes,
+                  math_dtype(kind, described.dtype), described.contraction or (record is not None and record.matrix_engine))
+
+
+def math_dtype(kind: str, dtype: str) -> str:
+    """The precision an op's math runs in: its record's `float32_math` for float32 tensors
+    (TF32 for convolutions, PyTorch's default), else the tensors' dtype. A device without a peak
+    for it is priced at its 'default' peak (its float32 one)."""
+    return LIBRARY[kind].float32_math if dtype == "float32" and kind in LIBRARY else dtype
+
+
+def build_op_cost(model, op_name: str, config: Configuration) -> OpCost:
+    op, graph = model.graph.op(op_name), model.graph
+    inputs = [model.input_layout(op_name, config, i) for i in range(len(op.inputs))]
+    output = output_layout(model.layout(op_name, config))
+    work = op_work(model, op_name, config)
+    times = model.compute.times(work.request, work.flops, work.num_bytes, work.dtype, work.matrix)
     weights = [i for i in owned_parameters(graph, op) if graph.tensors[op.inputs[i]].role is Role.WEIGHT]
     grads = {i: model.input_layout(op_name, config, i, gradient=True) for i in weights}
     sync = _sync_steps(model, op, inputs, grads)

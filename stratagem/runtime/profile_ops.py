@@ -108,10 +108,11 @@ def profile(requests: Iterable[ProfileRequest], impls: Mapping[str, Impl] | None
     return ComputeTable(label or device_kind(torch.device(device)), entries)
 
 
-def profile_graph(graph: Graph, num_devices: int, options: SpaceOptions = SpaceOptions(),
+def profile_graph(graph: Graph, num_devices: int, options: SpaceOptions = SpaceOptions(runnable=True),
                   **kwargs: Any) -> ComputeTable:
     """Every distinct local op of `graph` under the configurations a search over `num_devices`
-    devices would consider (see cost.oplayouts.profile_requests)."""
+    devices would consider (see cost.oplayouts.profile_requests); with `options.runnable`, as by
+    default, only those the runtime runs (a local kernel cannot run the others' shards)."""
     values.integer(num_devices, "devices")
     values.integer(options.max_axes, "max_axes")
     return profile(profile_requests(graph, num_devices, options), **kwargs)

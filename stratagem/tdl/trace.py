@@ -166,6 +166,9 @@ class OpDef:
     view: str | None = None        # its output is a PyTorch view of its input: VIEWS says which kind
     saves: str = "inputs"          # what autograd keeps for its backward: SAVES
     follows: bool = False          # a shape or copy op: coarsening groups it with its producer
+    float32_math: str = "float32"  # the precision PyTorch computes its float32 math in by default
+    matrix_engine: bool = False    # its kernels run on the matrix engine though its description is
+                                   # not one contraction (attention: two around a softmax)
 
     def __post_init__(self) -> None:
         if self.view not in (None, *VIEWS) or self.saves not in SAVES:
@@ -254,7 +257,8 @@ class OpDef:
 def op(fn: Callable | None = None, *, name: str | None = None, weights: Sequence[str] = (),
        shape: Callable[..., Any] | None = None, flops: Callable[..., float] | None = None,
        example: tuple[Sequence[Any], Mapping[str, Any]] | Sequence[Any] | None = None,
-       view: str | None = None, saves: str | None = None, follows: bool = False) -> Any:
+       view: str | None = None, saves: str | None = None, follows: bool = False,
+       float32_math: str = "float32", matrix_engine: bool = False) -> Any:
     """Declare an operator by what it computes. See the module docstring.
 
     `weights`: the tensor parameters that are weights. `shape(*inputs, **attrs)`: the output shape,
@@ -262,14 +266,19 @@ def op(fn: Callable | None = None, *, name: str | None = None, weights: Sequence
     FLOPs of one worker from its local dim extents, when the description's own count would be wrong
     (gathers written as one-hot sums). `example`: input shapes, or (input shapes, attrs), to list.
     `view`, `saves`, `follows`: the op's facts for memory, the simulator and coarsening (VIEWS,
-    SAVES above); a view saves nothing and follows its producer.
+    SAVES above); a view saves nothing and follows its producer. `float32_math`: the precision of
+    its float32 math under PyTorch's defaults, "tfloat32" for cuDNN convolutions
+    (`torch.backends.cudnn.allow_tf32` is True; matmuls stay IEEE float32), which the cost model
+    prices on a device's TF32 peak where it has one. `matrix_engine`: PyTorch's kernels for it run
+    on the matrix engine (tensor cores), though its description is not a single contraction that
+    the cost model would recognise (attention, a fused LSTM cell).
     """
 
     def wrap(f: Callable) -> OpDef:
         doc = inspect.getdoc(f) or ""
         kept = saves or ("nothing" if view is not None else "inputs")
         return OpDef(name or f.__name__, f, frozenset(weights), shape, flops, doc.split("\n")[0],
-                     _normalize_example(example), view, kept, follows)
+                     _normalize_example(example), view, kept, follows, float32_math, matrix_engine)
 
     return wrap(fn) if fn is not None else wrap
 

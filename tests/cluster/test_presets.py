@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from stratagem.cluster import load, preset_names
+from stratagem.errors import ConfigError
 
 NAMED = {"p100-4x4": (4, 4, "P100-SXM2-16GB"), "k80-16x4": (16, 4, "K80-GK210-12GB"),
          "v100-2x8": (2, 8, "V100-SXM2-16GB"), "k80-1x8": (1, 8, "K80-GK210-12GB"),
@@ -63,3 +66,31 @@ def test_shaped_names_need_a_family_file():
         load("v100-4x8")
     with pytest.raises(ConfigError, match=r"nodes >= 1"):
         load("a100-0x8")
+
+
+def test_matrix_efficiency_per_dtype_from_a_cluster_file(tmp_path):
+    from stratagem.cluster.spec import CALCULON_MATRIX
+    text = (Path(__file__).parents[2] / "stratagem/cluster/presets/h100-Nx8.yaml").read_text()
+    text = text.replace("nodes: N", "nodes: 1").replace("name: h100-Nx8", "name: mine")
+    start = text.index("  matrix_efficiency:")
+    end = text.index("fabrics:")
+    curves = ("  matrix_efficiency:\n    default: [[1.0e+9, 0.5], [1.0e+11, 0.8]]\n"
+              "    bfloat16: [[1.0e+9, 0.1], [1.0e+11, 0.7]]\n")
+    path = tmp_path / "mine.yaml"
+    path.write_text(text[:start] + curves + text[end:])
+    device = load(str(path)).devices[0].spec
+    assert device.efficiency("bfloat16", True).at(1e11) == 0.7 and device.efficiency("bfloat16", True).at(1e9) == 0.1
+    assert device.efficiency("float32", True).at(1e9) == 0.5 and device.efficiency("tfloat32", True).at(1e11) == 0.8
+    assert device.efficiency("bfloat16", False) is device.vector_efficiency
+    assert load("h200-1x8").devices[0].spec.efficiency("float16", True) == CALCULON_MATRIX
+
+
+def test_a_matrix_efficiency_mapping_with_a_bad_entry_is_refused(tmp_path):
+    text = (Path(__file__).parents[2] / "stratagem/cluster/presets/h100-Nx8.yaml").read_text()
+    text = text.replace("nodes: N", "nodes: 1").replace("name: h100-Nx8", "name: mine")
+    start = text.index("  matrix_efficiency:")
+    end = text.index("fabrics:")
+    path = tmp_path / "bad.yaml"
+    path.write_text(text[:start] + "  matrix_efficiency:\n    bfloat16: [[1.0e+9, 1.5]]\n" + text[end:])
+    with pytest.raises(ConfigError, match=r"matrix_efficiency\.bfloat16"):
+        load(str(path))

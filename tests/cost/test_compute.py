@@ -60,3 +60,27 @@ def test_splitting_divides_flops(checked):
     model = CostModel(checked(mlp(batch=4096, width=4096, hidden=4096)), "v100-2x8", num_devices=8)
     one, eight = model.op_cost("fc1", Configuration()), model.op_cost("fc1", Configuration.of(b=8))
     assert 7 < one.forward_time_s / eight.forward_time_s < 9
+
+
+def conv_then_linear():
+    from stratagem.ir import Graph, Op, TensorSpec
+    specs = [TensorSpec("x", (8, 64, 32, 32), role="input", sample_dim=0),
+             TensorSpec("k", (64, 64, 3, 3), role="weight"), TensorSpec("c", (8, 64, 32, 32)),
+             TensorSpec("f", (8, 65536)), TensorSpec("w", (10, 65536), role="weight"), TensorSpec("y", (8, 10))]
+    ops = [Op("conv", "conv2d", ["x", "k"], ["c"], {"padding": 1}), Op("flat", "flatten", ["c"], ["f"]),
+           Op("fc", "linear", ["f", "w"], ["y"])]
+    return Graph.build("convnet", specs, ops, ["y"])
+
+
+@pytest.mark.parametrize("cluster, conv_peak", [("h100-1x8", 494.7e12), ("a100-1x8", 156.0e12), ("v100-2x8", 15.7e12)])
+def test_float32_convolutions_run_on_tf32_where_the_device_has_it_and_matmuls_do_not(cluster, conv_peak):
+    model = CostModel(conv_then_linear(), cluster, num_devices=1)
+    device = model.device
+    for op_name, peak in (("conv", conv_peak), ("fc", device.peak_flops_per_s("float32", True))):
+        work = model.op_work(op_name, model.configurations(op_name)[0])
+        compute_s = work.flops / (device.matrix_efficiency.at(work.flops) * peak)
+        memory_s = work.num_bytes / (device.memory_efficiency.at(work.num_bytes) * device.memory_bandwidth_bytes_per_s)
+        expected = max(compute_s, memory_s) + device.launch_overhead_s
+        assert model.op_cost(op_name, model.configurations(op_name)[0]).forward_time_s == pytest.approx(expected)
+    assert model.op_work("conv", model.configurations("conv")[0]).dtype == "tfloat32"
+    assert model.op_work("fc", model.configurations("fc")[0]).dtype == "float32"

@@ -75,7 +75,7 @@ IMPLS = {
     "add": lambda inputs, attrs, out_shape: torch.add(inputs[0], inputs[1], alpha=attrs["alpha"]),
     "sub": lambda inputs, attrs, out_shape: torch.sub(inputs[0], inputs[1], alpha=attrs["alpha"]),
     "div": lambda inputs, attrs, out_shape: torch.div(inputs[0], inputs[1],
-                                                      rounding_mode=attrs["rounding_mode"]),
+                                                      rounding_mode=attrs.get("rounding_mode")),
     "where": _where,
     "masked_fill": _masked_fill,
     "clamp_tensor": lambda inputs, attrs, out_shape: torch.clamp(*inputs),
@@ -86,7 +86,7 @@ IMPLS = {
     "rsub_scalar": lambda inputs, attrs, out_shape: torch.rsub(inputs[0], attrs["other"],
                                                                alpha=attrs["alpha"]),
     "div_scalar": lambda inputs, attrs, out_shape: torch.div(inputs[0], attrs["other"],
-                                                             rounding_mode=attrs["rounding_mode"]),
+                                                             rounding_mode=attrs.get("rounding_mode")),
     "pow_scalar": lambda inputs, attrs, out_shape: torch.pow(inputs[0], attrs["exponent"]),
     "rpow_scalar": lambda inputs, attrs, out_shape: torch.pow(attrs["base"], inputs[0]),
 }

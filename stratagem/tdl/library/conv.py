@@ -66,14 +66,14 @@ def conv(name, n, x, weight, bias, stride, padding, dilation, groups):
     return Compute(["b", "co", *out_names], body)
 
 
-@op(weights=("weight", "bias"), shape=_conv_shape(1),
+@op(weights=("weight", "bias"), shape=_conv_shape(1), float32_math="tfloat32",
     example=(([2, 4, 9], [6, 4, 3], [6]), {"padding": 1}))
 def conv1d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution over [B, Ci, L] (Tofu's conv1d)."""
     return conv("conv1d", 1, x, weight, bias, stride, padding, dilation, groups)
 
 
-@op(weights=("weight", "bias"), shape=_conv_shape(2),
+@op(weights=("weight", "bias"), shape=_conv_shape(2), float32_math="tfloat32",
     example=(([2, 4, 7, 7], [6, 4, 3, 3], [6]), {"padding": 1}))
 def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution over [B, Ci, H, W]."""

@@ -84,7 +84,7 @@ def _attention_shapes(q, k, v, enable_gqa):
     return heads // kv_heads
 
 
-@op(saves="inputs_and_output", flops=_attention_flops,
+@op(saves="inputs_and_output", flops=_attention_flops, matrix_engine=True,
     shape=lambda q, k, v, attn_mask=None, **_: (*q.shape[:3], v.shape[3]),
     example=(([2, 4, 5, 3], [2, 2, 6, 3], [2, 2, 6, 3]),
                                      {"is_causal": True, "enable_gqa": True}))
@@ -155,7 +155,7 @@ def lstm_cell(x, hx, cx, w_ih, w_hh, b_ih=None, b_hh=None):
             lambda b, j: cell(b, j))
 
 
-@op(weights=("w_ih", "w_hh", "b_ih", "b_hh"),
+@op(weights=("w_ih", "w_hh", "b_ih", "b_hh"), matrix_engine=True,
     example=([4, 6], [4, 5], [4, 5], [4, 5, 6], [4, 5, 5], [4, 5], [4, 5]))
 def gated_lstm_cell(x, hx, cx, w_ih, w_hh, b_ih=None, b_hh=None):
     """One LSTM step with gate-major weights w_ih[4, H, I], w_hh[4, H, H], biases [4, H].
