@@ -1,8 +1,13 @@
 """`stratagem profile ops|comm`: measure op times or collective times on this machine.
 
-    stratagem profile comm --nproc 4 -o comm.json      # launches torchrun itself (gloo on CPU, NCCL on GPU)
-    stratagem profile ops MODEL --devices 8 -o ops.json
-Pass the tables to CostModel(compute_table=..., comm_table=...); they win over the models.
+    stratagem profile comm --nproc 4 -o comm.json --cluster-out mine.yaml   # launches torchrun itself
+    stratagem profile ops MODEL --devices 4 -o ops.json --cluster-out mine.yaml
+    stratagem plan MODEL --cluster mine.yaml                                # priced with both tables
+
+`--cluster-out FILE` writes (or updates) a cluster file that names the table: `--cluster`'s content
+(default cpu-1xN for the N ranks or devices measured) with `tables: {ops, comm}`. Every command that
+takes a cluster then prices with the tables where they have an entry (cluster.loader, the cost
+model); from Python, CostModel(compute_table=..., comm_table=...) also takes them.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ COMM_DEFAULTS = {"min_exp": 10, "max_exp": 24, "repeats": 10, "warmup": 2}
 
 
 # (argument, what it is, suffixes its writer can produce): checked before any work (cli.main)
-OUTPUTS = (("output", "profile table", ()),)
+OUTPUTS = (("output", "profile table", ()), ("cluster_out", "cluster file", (".yaml", ".yml")))
 
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="what", metavar="ops|comm", required=True)
@@ -33,6 +38,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     comm.add_argument("--repeats", type=int, default=COMM_DEFAULTS["repeats"])
     comm.add_argument("--warmup", type=int, default=COMM_DEFAULTS["warmup"])
     comm.add_argument("--kinds", nargs="+", default=None, help="collectives (default: all)")
+    _cluster_options(comm, "ranks")
     ops = sub.add_parser("ops", help="forward and backward time of every distinct local op of a model")
     ops.add_argument("model", help="a model zoo name")
     ops.add_argument("-o", "--output", default="ops-table.json")
@@ -42,10 +48,36 @@ def configure(parser: argparse.ArgumentParser) -> None:
     ops.add_argument("--warmup", type=int, default=2)
     ops.add_argument("--device", default="cpu", help="torch device to measure on")
     ops.add_argument("--device-kind", default=None, help="label matching the cluster's device kind")
+    _cluster_options(ops, "devices")
+
+
+def _cluster_options(parser: argparse.ArgumentParser, counted: str) -> None:
+    parser.add_argument("--cluster-out", default=None, metavar="FILE.yaml",
+                        help="write (or update) a cluster file naming the table, to plan with")
+    parser.add_argument("--cluster", default=None,
+                        help=f"the cluster the file describes (default: cpu-1xN, N the {counted} measured)")
+
+
+def write_cluster_file(args: argparse.Namespace, count: int, **tables: str) -> None:
+    if args.cluster_out is None:
+        return
+    from stratagem.cluster import with_tables
+    with_tables(args.cluster or f"cpu-1x{count}", args.cluster_out, **tables)
+    print(f"wrote {args.cluster_out}, naming {' and '.join(tables.values())}: plan with --cluster {args.cluster_out}")
 
 
 def run(args: argparse.Namespace) -> int:
+    base_device_kind(args)                      # a cluster that cannot be loaded fails before the work
     return run_comm(args) if args.what == "comm" else run_ops(args)
+
+
+def base_device_kind(args: argparse.Namespace) -> str | None:
+    """The device kind of the cluster `--cluster-out` describes (None without --cluster-out)."""
+    if getattr(args, "cluster_out", None) is None:
+        return None
+    from stratagem.cluster import load_spec
+    count = args.nproc if args.what == "comm" else args.devices
+    return load_spec(args.cluster or f"cpu-1x{count}").device.kind
 
 
 # ---- comm ----------------------------------------------------------------------------------------
@@ -72,7 +104,10 @@ def run_comm(args: argparse.Namespace) -> int:
             raise ConfigError("--nproc", expected="at least 2 processes", got=str(args.nproc))
         command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                    f"--nproc-per-node={args.nproc}", "-m", "stratagem", *_comm_argv(args)]
-        return subprocess.run(command, check=False).returncode
+        code = subprocess.run(command, check=False).returncode
+        if code == 0:
+            write_cluster_file(args, args.nproc, comm=args.output)
+        return code
     import torch
     import torch.distributed as dist
 
@@ -118,4 +153,11 @@ def run_ops(args: argparse.Namespace) -> int:
                           repeats=args.repeats, warmup=args.warmup, device=args.device, label=args.device_kind)
     table.save(args.output)
     print(f"wrote {len(table)} op timings ({table.device_kind}) to {args.output}")
+    kind = base_device_kind(args)
+    if kind is not None and kind != table.device_kind:
+        raise ConfigError("the cluster file would name op times measured on another kind of device",
+                          expected=f"a table for {kind!r} (the cluster's device)", got=repr(table.device_kind),
+                          hint=f"The table is saved in {args.output}; label it with --device-kind {kind!r} "
+                               "if this machine is that device, or pick the cluster with --cluster")
+    write_cluster_file(args, args.devices, ops=args.output)
     return 0

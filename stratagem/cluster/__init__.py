@@ -15,21 +15,24 @@ from pathlib import Path
 from stratagem.cluster.cluster import Cluster
 from stratagem.cluster.collectives import KINDS, Estimate
 from stratagem.cluster.comm_table import CommTable, normalize_groups
-from stratagem.cluster.loader import load_spec, parse_spec, preset_names
+from stratagem.cluster.loader import cluster_data, load_spec, parse_spec, preset_names, with_tables
 from stratagem.cluster.spec import ClusterSpec, DeviceSpec, EfficiencyCurve
 from stratagem.cluster.topology import Device, Link, Node
 
 
 def load(name_or_path: str | Path, comm_table: CommTable | str | Path | None = None) -> Cluster:
-    """A preset name (`v100-2x8`, `h100-4x8`, `cpu-1x2`) or a .yaml/.json file -> Cluster."""
+    """A preset name (`v100-2x8`, `h100-4x8`, `cpu-1x2`) or a .yaml/.json file -> Cluster, with the
+    collective table given, else the one its file names."""
+    spec = load_spec(name_or_path)
+    comm_table = comm_table if comm_table is not None else spec.comm_table
     if comm_table is not None and not isinstance(comm_table, CommTable):
         comm_table = CommTable.load(comm_table)
-    return Cluster(load_spec(name_or_path), comm_table)
+    return Cluster(spec, comm_table)
 
 
 __all__ = ["KINDS", "Cluster", "ClusterSpec", "CommTable", "Device", "DeviceSpec", "EfficiencyCurve",
-           "Estimate", "Link", "Node", "load", "load_spec", "normalize_groups", "parse_spec",
-           "preset_names"]
+           "Estimate", "Link", "Node", "cluster_data", "load", "load_spec", "normalize_groups", "parse_spec",
+           "preset_names", "with_tables"]
 
 
 class _CallableModule(type(__import__("sys"))):

@@ -23,14 +23,24 @@ File format (every bandwidth per direction in bytes/s, every latency in s, per h
     collectives: optional protocols [{name, base_latency_s, latency_scale, bandwidth_factor}],
                  reduction_s_per_byte, overlap_compute (default false: a rank waits for its
                  collectives, as stratagem.runtime does; true: a dataflow runtime overlaps them)
+    tables:      optional {ops: FILE, comm: FILE}: measured op and collective times (`stratagem
+                 profile ops|comm`), paths relative to the cluster file; every command that plans,
+                 simulates or validates on the cluster prices with them where they have an entry
+
+`cluster_data(name_or_path)` is a cluster's file content (a preset's with its family's count
+filled in), and `with_tables(name_or_path, out, ops=, comm=)` writes a cluster file that names
+measured tables (what `stratagem profile --cluster-out` writes).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from stratagem.cluster.spec import (
     CALCULON_MATRIX, NCCL_PROTOCOLS, ClusterSpec, DeviceSpec, EfficiencyCurve, Fabric, LinkSpec, MeshFabric,
@@ -38,7 +48,7 @@ from stratagem.cluster.spec import (
 )
 from stratagem.errors import ConfigError
 from stratagem.fields import Fields
-from stratagem.files import parse_json, parse_yaml, read_text
+from stratagem.files import atomic_write_text, parse_json, parse_yaml, read_text
 from stratagem.values import closest
 
 PRESET_DIR = Path(__file__).parent / "presets"
@@ -60,14 +70,26 @@ def load_spec(name_or_path: str | Path) -> ClusterSpec:
     if not isinstance(name_or_path, (str, Path)):
         raise ConfigError("cluster not understood", expected="a preset name or a path to a YAML/JSON cluster file",
                           got=repr(name_or_path))
+    data, source, directory = _located_data(name_or_path)
+    return parse_spec(data, source, directory)
+
+
+def cluster_data(name_or_path: str | Path) -> dict[str, Any]:
+    """The content of a cluster file, or of a preset (a family's count filled in)."""
+    return dict(_located_data(name_or_path)[0])
+
+
+def _located_data(name_or_path: str | Path) -> tuple[Any, str, Path | None]:
+    """(content, its source for errors, the directory its relative paths start from)."""
     path = Path(name_or_path)
     if path.suffix in CLUSTER_SUFFIXES:
-        return parse_spec(_read(path), str(path))
+        return _read(path), str(path), path.resolve().parent
     if str(name_or_path) and path.exists():
         raise ConfigError(f"{str(path)!r} is not a cluster file",
                           expected=f"a name ending in {', '.join(CLUSTER_SUFFIXES)}",
                           got=repr(path.suffix or path.name), hint="Cluster files are YAML or JSON")
-    return _load_preset(str(name_or_path))
+    data, source = _preset_data(str(name_or_path))
+    return data, source, None
 
 
 def _read(path: Path) -> Any:
@@ -75,10 +97,10 @@ def _read(path: Path) -> Any:
     return parse_json(text, path) if path.suffix == ".json" else parse_yaml(text, path)
 
 
-def _load_preset(name: str) -> ClusterSpec:
+def _preset_data(name: str) -> tuple[Any, str]:
     exact = PRESET_DIR / f"{name}.yaml"
     if exact.is_file():
-        return parse_spec(_read(exact), exact.name)
+        return _read(exact), exact.name
     match = _SHAPED.match(name)
     if match:
         base, nodes, per = match["base"], int(match["nodes"]), int(match["per"])
@@ -90,7 +112,7 @@ def _load_preset(name: str) -> ClusterSpec:
                     raise ConfigError(f"preset {name!r}", expected=f"{key} >= 1", got=str(count))
                 data = dict(_read(path))
                 data.update({key: count, "name": name})
-                return parse_spec(data, path.name)
+                return data, path.name
     suggestion = closest(name, [*preset_names(), *_family_examples()])
     raise ConfigError(f"no cluster preset {name!r}", expected=f"one of {preset_names()}", got=repr(name),
                       hint=(f"{suggestion} " if suggestion else "") + "Families ending in N take any count, e.g. "
@@ -105,12 +127,15 @@ def _family_examples() -> list[str]:
 # ---- parsing -------------------------------------------------------------------------------------
 
 _TOP = {"name", "description", "nodes", "devices_per_node", "device", "fabrics", "network",
-        "collectives", "sources"}
+        "collectives", "sources", "tables"}
+TABLES = ("ops", "comm")
 
 
-def parse_spec(data: Any, source: str) -> ClusterSpec:
+def parse_spec(data: Any, source: str, directory: Path | None = None) -> ClusterSpec:
+    """`directory`: where the file's relative table paths start (the working directory if None)."""
     top = Fields.of(data, source)
     top.check_known(_TOP)
+    tables = _tables(top, directory)
     nodes, per = top.integer("nodes"), top.integer("devices_per_node")
     fabrics = tuple(_fabric(Fields.of(f, source, f"fabrics[{i}]"), per)
                     for i, f in enumerate(top.sequence("fabrics", [])))
@@ -125,7 +150,42 @@ def parse_spec(data: Any, source: str) -> ClusterSpec:
         devices_per_node=per, device=_device(top.sub("device")), fabrics=fabrics, network=network,
         protocols=_protocols(collectives),
         reduction_s_per_byte=collectives.number("reduction_s_per_byte", 0.0, positive=False),
-        overlap_compute=collectives.boolean("overlap_compute", False))
+        overlap_compute=collectives.boolean("overlap_compute", False),
+        ops_table=tables.get("ops"), comm_table=tables.get("comm"))
+
+
+def _tables(top: Fields, directory: Path | None) -> dict[str, str]:
+    """The measured tables a cluster file names, as absolute paths to files that exist."""
+    if not top.has("tables"):
+        return {}
+    tables = top.sub("tables")
+    tables.check_known(set(TABLES))
+    found = {}
+    for key in TABLES:
+        if tables.has(key):
+            path = Path(tables.text(key))
+            path = path if path.is_absolute() else (directory or Path.cwd()) / path
+            if not path.is_file():
+                raise tables.error(key, "a table file that exists (relative to the cluster file)", str(path),
+                                   hint=f"Write it with `stratagem profile {key}`, or fix the path")
+            found[key] = str(path.resolve())
+    return found
+
+
+def with_tables(base: str | Path, out: str | Path, ops: str | Path | None = None,
+                comm: str | Path | None = None) -> None:
+    """Write cluster file `out`: `base`'s content (a preset or a file; `out` itself when it exists)
+    naming its tables and those given, as paths relative to `out`; checked before it is written."""
+    out = Path(out)
+    if out.suffix not in (".yaml", ".yml"):
+        raise ConfigError("the cluster file to write", expected="a name ending in .yaml or .yml", got=str(out))
+    source = out if out.is_file() else base
+    data, spec = cluster_data(source), load_spec(source)
+    tables = {key: path for key, path in (("ops", spec.ops_table), ("comm", spec.comm_table)) if path}
+    tables.update({key: str(Path(path).resolve()) for key, path in (("ops", ops), ("comm", comm)) if path})
+    data["tables"] = {key: os.path.relpath(path, out.resolve().parent) for key, path in tables.items()}
+    parse_spec(data, str(out), out.resolve().parent)
+    atomic_write_text(out, yaml.safe_dump(data, sort_keys=False))
 
 
 def _check_unique_names(top: Fields, fabrics: tuple[Fabric, ...]) -> None:

@@ -162,6 +162,10 @@ class ClusterSpec:
     # wait for each collective): a communication task holds its group's devices as well as its
     # links. True: a dataflow runtime (FlexFlow's Legion) overlaps them where dependencies allow.
     overlap_compute: bool = False
+    # measured tables the cluster file names (absolute paths): op times (`stratagem profile ops`),
+    # read by the cost model; collective times (`profile comm`), read by the cluster
+    ops_table: str | None = None
+    comm_table: str | None = None
 
     @property
     def num_devices(self) -> int:

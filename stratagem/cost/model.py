@@ -58,6 +58,8 @@ class CostModel:
         if comm_table is not None:
             cluster = cluster.with_comm_table(comm_table if isinstance(comm_table, CommTable)
                                               else CommTable.load(comm_table))
+        if compute_table is None:
+            compute_table = cluster.spec.ops_table      # the one the cluster file names, if any
         if isinstance(compute_table, (str, Path)):
             compute_table = ComputeTable.load(compute_table)
         self.graph, self.cluster = graph, cluster
