@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 
+from stratagem.cluster import load_spec, with_tables
 from stratagem.errors import ConfigError
 from stratagem.space import SpaceOptions
 
@@ -61,7 +62,6 @@ def _cluster_options(parser: argparse.ArgumentParser, counted: str) -> None:
 def write_cluster_file(args: argparse.Namespace, count: int, **tables: str) -> None:
     if args.cluster_out is None:
         return
-    from stratagem.cluster import with_tables
     with_tables(args.cluster or f"cpu-1x{count}", args.cluster_out, **tables)
     print(f"wrote {args.cluster_out}, naming {' and '.join(tables.values())}: plan with --cluster {args.cluster_out}")
 
@@ -75,7 +75,6 @@ def base_device_kind(args: argparse.Namespace) -> str | None:
     """The device kind of the cluster `--cluster-out` describes (None without --cluster-out)."""
     if getattr(args, "cluster_out", None) is None:
         return None
-    from stratagem.cluster import load_spec
     count = args.nproc if args.what == "comm" else args.devices
     return load_spec(args.cluster or f"cpu-1x{count}").device.kind
 

@@ -31,12 +31,13 @@ from torch.distributed.tensor import DTensor, distribute_tensor
 
 from stratagem.space.tensor_layout import TensorLayout
 from stratagem.frontend.precision import cast_floating, recorded_constant, torch_dtype
-from stratagem.ir import Role
+from stratagem.ir import Role, weight_owner
 from stratagem.plan import Plan
 from stratagem.runtime.errors import ExecutionError
 from stratagem.runtime.localops import run_local
 from stratagem.runtime.meshes import MeshBook, torch_placements
 from stratagem.runtime.move import move
+from stratagem.runtime.op_timing import OpTimer, settled
 from stratagem.runtime.schedule import OpStep, Schedule, build_schedule
 from stratagem.space import REPLICATE
 
@@ -58,6 +59,7 @@ class PlanModule(nn.Module):
         self.meshes = _mesh_book(meshes, self.schedule.mesh_shapes, world, self.device.type)
         self._buffers_dt: dict[str, DTensor] = {}
         self.state_updates: dict[str, str] = dict(plan.graph.meta.get("state_updates") or {})
+        self.timer: OpTimer | None = None      # per-op times when set (runtime.op_timing); off: no cost
         self._install(weights)
 
     # ---- parameters ---------------------------------------------------------------------------
@@ -69,12 +71,22 @@ class PlanModule(nn.Module):
             placed = self._distribute(value.to(self.device), self.schedule.sources[name])
             if spec.role is Role.WEIGHT:
                 param = nn.Parameter(placed, requires_grad=True)
-                param.register_post_accumulate_grad_hook(_sync_gradient)
+                param.register_post_accumulate_grad_hook(self._sync_hook(weight_owner(graph, name)))
                 _attach(self, name, param)
             else:
                 self._buffers_dt[name] = placed
                 if name in self.state_updates:             # state: in state_dict (checkpoints) too
                     _attach(self, name, placed, buffer=True)
+
+    def _sync_hook(self, owner: str | None):
+        def hook(param: DTensor) -> None:
+            if self.timer is None:
+                _sync_gradient(param)
+                return
+            begin = self.timer.now()
+            _sync_gradient(param)
+            self.timer.add(owner or "(unowned weights)", "sync", self.timer.now() - begin)
+        return hook
 
     def _distribute(self, value: torch.Tensor, lay: TensorLayout) -> DTensor:
         return distribute_tensor(value, self.meshes[lay.mesh_shape], torch_placements(lay.placements),
@@ -95,8 +107,12 @@ class PlanModule(nn.Module):
             values[name] = self._distribute(x.to(self.device), self.schedule.sources[name])
         moved: dict[tuple[str, TensorLayout], DTensor] = {}
         for step in self.schedule.steps:
-            args = [self._read(values, moved, t, lay) for t, lay in zip(step.op.inputs, step.inputs)]
-            for t, out in zip(step.op.outputs, self._run(step, args)):
+            if self.timer is None:
+                args = [self._read(values, moved, t, lay) for t, lay in zip(step.op.inputs, step.inputs)]
+                outs = self._run(step, args)
+            else:
+                outs = self._timed_step(step, values, moved)
+            for t, out in zip(step.op.outputs, outs):
                 values[t] = out
         self._write_state(values)
         outs = tuple(values[t].full_tensor() for t in graph.outputs)
@@ -110,6 +126,16 @@ class PlanModule(nn.Module):
             new = new.detach().to(self._buffers_dt[buffer].dtype)
             self._buffers_dt[buffer] = new
             _attach(self, buffer, new, buffer=True)
+
+    def _timed_step(self, step: OpStep, values, moved) -> list[DTensor]:
+        timer, name = self.timer, step.op.name
+        begin = timer.now()
+        args = [settled(self._read(values, moved, t, lay)) for t, lay in zip(step.op.inputs, step.inputs)]
+        read = timer.now()
+        outs = self._run(step, args)
+        timer.add(name, "move", read - begin)
+        timer.add(name, "forward", timer.now() - read)
+        return outs
 
     def _read(self, values, moved, tensor: str, lay: TensorLayout) -> DTensor:
         key = (tensor, lay)
@@ -126,9 +152,13 @@ class PlanModule(nn.Module):
             else:
                 locals_.append(None)
                 dropped.append(local)
+        if self.timer is not None:
+            locals_ = [self.timer.stamp(x, step.op.name, "in") for x in locals_]
         result = run_local(step.op.kind, step.attrs, locals_, step.view, step.analysis, step.adapter)
         results = list(result) if isinstance(result, (tuple, list)) else [result]
         results = [self._cast(t, r) for t, r in zip(step.op.outputs, results)]
+        if self.timer is not None:
+            results = [self.timer.stamp(r, step.op.name, "out") for r in results]
         results[0] = anchor(results[0], dropped)
         mesh = self.meshes[step.mesh_shape]
         placements = torch_placements(step.outputs.placements)

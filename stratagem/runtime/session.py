@@ -53,6 +53,7 @@ class RunOptions:
     dtype: str | None = None            # floating-point dtype trained in; None: float64 with check, else float32
     checkpoint_dir: str | None = None   # save model, optimizer and step here after the last step
     resume: str | None = None           # a checkpoint to start from (its step, weights, optimizer state)
+    op_time_steps: int = 0              # steps more, after the timed ones, with per-op timing (runtime.op_timing)
 
     def __post_init__(self) -> None:
         dtype = self.dtype or ("float64" if self.check else "float32")
@@ -66,6 +67,7 @@ class RunOptions:
         values.integer(self.seed, "seed", minimum=0)
         values.positive(self.timeout_s, "timeout (seconds)")
         values.integer(self.relaunches, "relaunches", minimum=0)
+        values.integer(self.op_time_steps, "steps with per-op timing", minimum=0)
         if self.resume and self.check:
             raise ConfigError("--check compares with a run from step 0", expected="--check or --resume",
                               got="both", hint="Check a plan on a fresh run, then resume without --check")
@@ -80,7 +82,7 @@ def run_plans(paths: Sequence[str | Path], options: RunOptions) -> list[dict[str
         plan.save(out / f"plan{i}.plan.json")
     tasks = [{"name": f"plan{i}", "plan": str((out / f"plan{i}.plan.json").resolve()), "steps": options.steps,
               "warmup": options.warmup, "lr": options.lr, "seed": options.seed, "save_params": options.check,
-              "dtype": options.dtype, **_checkpointing(options)}
+              "dtype": options.dtype, "op_time_steps": options.op_time_steps, **_checkpointing(options)}
              for i, p in enumerate(paths)]
     result = launch(tasks, LaunchOptions(nproc, options.timeout_s, options.torchrun_args, options.env,
                                          relaunches=options.relaunches), out)
@@ -135,6 +137,8 @@ def report(plan: Plan, path: str, measured: dict[str, Any], params_path: Path, o
            "memory_rel_error": relative_error(largest, plan.peak_memory_bytes),
            "peak_memory_meaning": MEMORY_MEANING,
            "peak_memory_by_kind": [p["by_kind"] if p else None for p in measured["peak_memory"]]}
+    if "op_times" in measured:
+        out["op_times"] = measured["op_times"]
     if options.check:
         out["check"] = check(plan, measured["losses"], params_path, options)
         out["max_rel_loss_diff"] = out["check"]["max_rel_loss_diff"]

@@ -101,9 +101,33 @@ def run_task(task: dict[str, Any], out: Path, where: dict[str, Any], meshes=None
         losses.append(loss)
         times.append(time_s)
     where["step"] = None
+    op_times = _op_timed_steps(task, model, optimizer, spec, start + task["steps"], device, where)
     if task.get("save_checkpoint"):
         checkpoint.save(model, optimizer, task["save_checkpoint"], start + task["steps"])
-    _write_results(task, out, plan, model, losses, times, peak, gradients)
+    _write_results(task, out, plan, model, losses, times, peak, gradients, op_times)
+
+
+def _op_timed_steps(task, model, optimizer, spec, first: int, device, where) -> dict | None:
+    """`task["op_time_steps"]` more steps with per-op timing on (runtime.op_timing), after the
+    timed ones so that their times are not perturbed; every rank's per-op times."""
+    from stratagem.runtime.op_timing import OpTimer
+    from stratagem.runtime.training import batch
+    count = int(task.get("op_time_steps", 0))
+    if count < 1:
+        return None
+    model.timer = OpTimer(device)
+    for s in range(first, first + count):
+        where["step"] = s
+        inputs = batch(spec, s)
+        dist.barrier()
+        model.timer.begin_step()
+        _timed_step(model, optimizer, inputs)
+        model.timer.end_step()
+    where["step"] = None
+    reports: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(reports, model.timer.report())
+    model.timer = None
+    return {"ranks": reports}
 
 
 def _whole_gradients(named) -> dict[str, torch.Tensor]:
@@ -133,7 +157,7 @@ def _sync() -> None:
         torch.cuda.synchronize()
 
 
-def _write_results(task, out: Path, plan: Plan, model, losses, times, peak, gradients) -> None:
+def _write_results(task, out: Path, plan: Plan, model, losses, times, peak, gradients, op_times=None) -> None:
     from stratagem.runtime.training import whole
     slowest = torch.tensor(times, dtype=torch.float64)
     dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
@@ -153,6 +177,7 @@ def _write_results(task, out: Path, plan: Plan, model, losses, times, peak, grad
         "peak_memory": peaks, "predicted_iteration_time_s": plan.iteration_time_s,
         "predicted_peak_memory_bytes": plan.peak_memory_bytes,
         "predicted_peak_memory_per_device": plan.details.get("peak_memory_per_device"),
+        **({"op_times": op_times} if op_times is not None else {}),
     })
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from stratagem.cli import main
 from stratagem.plan import Plan
+from stratagem.report.per_op import predicted_by_op
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +39,25 @@ def test_validate_sets_measured_beside_predicted(cpu_plan, tmp_path, capsys):
     assert len(json.loads(report.read_text())["plans"]) == 1
     out = capsys.readouterr().out
     assert "measured" in out and "predicted" in out and "lenet.json" in out
+
+
+def test_validate_per_op_times_every_op_on_every_rank_beside_its_prediction(cpu_plan, tmp_path, capsys):
+    report = tmp_path / "validate.json"
+    assert main(["validate", str(cpu_plan), "--steps", "2", "--warmup", "0", "--per-op", "2", "--shown", "100",
+                 "-o", str(report)]) == 0
+    data = json.loads(report.read_text())["plans"][0]
+    plan = Plan.load(cpu_plan)
+    assert len(data["losses"]) == 2 and len(data["op_times"]["ranks"]) == 2      # the timed steps are apart
+    for rank in data["op_times"]["ranks"]:
+        assert rank["steps"] == 2 and set(rank["ops"]) <= {op.name for op in plan.graph.ops}
+        ops = [op for op in plan.graph.ops if op.name in rank["ops"]]
+        assert all(rank["ops"][op.name]["forward"] > 0 for op in ops) and len(ops) == len(plan.graph.ops)
+        assert sum(sum(p.values()) for p in rank["ops"].values()) <= rank["step_s"] * 1.05
+        assert any(p["backward"] > 0 for p in rank["ops"].values())
+        synced = {op for op, phases in predicted_by_op(plan).items() if phases["sync"] > 0}
+        assert all(rank["ops"][op]["sync"] > 0 for op in synced)
+    out = capsys.readouterr().out
+    assert "per op, the slowest rank" in out and all(op.name in out for op in plan.graph.ops)
 
 
 def test_run_relaunches_after_a_rank_is_killed_and_says_so(cpu_plan, tmp_path, capsys, monkeypatch):

@@ -1,0 +1,89 @@
+"""Measured against predicted time, op by op: where a plan's predicted step time goes wrong.
+
+    rows = per_op_rows(plan, op_times)       # op_times: what the workers' timers reported
+    print(per_op_table(rows, shown=15))
+
+Per op, per device, as the cost model prices it (`CostModel.op_cost`, `edge_cost_in`) and as the
+runtime measured it (`runtime.op_timing`, the slowest rank's mean over the timed steps):
+
+    move      forward re-scheduling of the op's inputs (the edges into it)
+    forward   its local kernel
+    backward  its backward kernels (the edges' gradient moves are counted in the step's rest)
+    sync      its weights' gradient synchronization
+
+Rows are ordered by |measured - predicted| over the four, the largest contributors first; a last
+line gives what no op accounts for (the step less the ops' sums, measured; update and the rest,
+predicted).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from stratagem.cost import CostModel
+from stratagem.plan import Plan
+
+PHASES = ("move", "forward", "backward", "sync")
+
+
+@dataclass(frozen=True)
+class OpRow:
+    op: str
+    kind: str
+    predicted_s: dict[str, float]
+    measured_s: dict[str, float]
+
+    @property
+    def gap_s(self) -> float:
+        return sum(self.measured_s[p] - self.predicted_s[p] for p in PHASES)
+
+
+def predicted_by_op(plan: Plan) -> dict[str, dict[str, float]]:
+    model = CostModel(plan.graph, plan.cluster, optimizer=plan.optimizer, num_devices=plan.num_devices)
+    found = {op.name: dict.fromkeys(PHASES, 0.0) for op in plan.graph.ops}
+    for op in plan.graph.ops:
+        cost = model.op_cost(op.name, plan.strategy[op.name])
+        found[op.name].update(forward=cost.forward_time_s, backward=cost.backward_time_s, sync=cost.sync_time_s)
+    for edge in model.edges():
+        found[edge.dst_op]["move"] += model.edge_cost_in(edge, plan.strategy).forward_time_s
+    return found
+
+
+def measured_by_op(op_times: dict[str, Any]) -> tuple[dict[str, dict[str, float]], float]:
+    """Per op and phase the slowest rank's mean, and the slowest rank's step."""
+    found: dict[str, dict[str, float]] = {}
+    for rank in op_times["ranks"]:
+        for op, phases in rank["ops"].items():
+            row = found.setdefault(op, dict.fromkeys(PHASES, 0.0))
+            for phase in PHASES:
+                row[phase] = max(row[phase], phases.get(phase, 0.0))
+    return found, max(rank["step_s"] for rank in op_times["ranks"])
+
+
+def per_op_rows(plan: Plan, op_times: dict[str, Any]) -> tuple[list[OpRow], float, float]:
+    """(rows, largest gap first; the measured step; the predicted iteration)."""
+    predicted = predicted_by_op(plan)
+    measured, step_s = measured_by_op(op_times)
+    rows = [OpRow(op.name, op.kind, predicted[op.name], measured.get(op.name, dict.fromkeys(PHASES, 0.0)))
+            for op in plan.graph.ops]
+    return sorted(rows, key=lambda r: -abs(r.gap_s)), step_s, plan.iteration_time_s
+
+
+def per_op_table(rows: list[OpRow], step_s: float, predicted_step_s: float, shown: int = 15) -> str:
+    def us(seconds: float) -> str:
+        return f"{seconds * 1e6:,.0f}"
+    header = ["op", "kind", *(f"{p} meas/pred us" for p in PHASES), "gap us"]
+    lines = [[r.op, r.kind, *(f"{us(r.measured_s[p])}/{us(r.predicted_s[p])}" for p in PHASES),
+              f"{r.gap_s * 1e6:+,.0f}"] for r in rows[:shown]]
+    measured_ops = sum(sum(r.measured_s[p] for p in PHASES) for r in rows)
+    predicted_ops = sum(sum(r.predicted_s[p] for p in PHASES) for r in rows)
+    rest = ["(the rest of the step)", "", "", "", "", "",
+            f"{((step_s - measured_ops) - (predicted_step_s - predicted_ops)) * 1e6:+,.0f}"]
+    table = [header, *lines, rest]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    text = "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+                     for row in table)
+    more = f"\n... and {len(rows) - shown} more ops" if len(rows) > shown else ""
+    return (f"{text}{more}\nstep: measured {us(step_s)} us, predicted {us(predicted_step_s)} us; "
+            f"ops account for {us(measured_ops)} us measured, {us(predicted_ops)} us predicted")
