@@ -51,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
 
 def per_op(path: str, report: dict, shown: int) -> str:
     rows, step_s, predicted_s = per_op_rows(load_plan(path), report["op_times"])
-    return f"\n{path}: per op, the slowest rank (mean of {report['op_times']['ranks'][0]['steps']} steps)\n" + \
+    return f"\n{path}: per op, mean of {report['op_times']['ranks'][0]['steps']} steps (compute: slowest rank; moves, " \
+        "sync: fastest rank)\n" + \
         per_op_table(rows, step_s, predicted_s, shown)
 
 

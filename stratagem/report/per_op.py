@@ -4,7 +4,8 @@
     print(per_op_table(rows, shown=15))
 
 Per op, per device, as the cost model prices it (`CostModel.op_cost`, `edge_cost_in`) and as the
-runtime measured it (`runtime.op_timing`, the slowest rank's mean over the timed steps):
+runtime measured it (`runtime.op_timing`, means over the timed steps: the slowest rank's for
+compute, the fastest rank's for collectives, where an early rank waits for the others):
 
     move      forward re-scheduling of the op's inputs (the edges into it)
     forward   its local kernel
@@ -25,6 +26,7 @@ from stratagem.cost import CostModel
 from stratagem.plan import Plan
 
 PHASES = ("move", "forward", "backward", "sync")
+COLLECTIVE = ("move", "sync")      # phases that wait for the other ranks
 
 
 @dataclass(frozen=True)
@@ -51,13 +53,14 @@ def predicted_by_op(plan: Plan) -> dict[str, dict[str, float]]:
 
 
 def measured_by_op(op_times: dict[str, Any]) -> tuple[dict[str, dict[str, float]], float]:
-    """Per op and phase the slowest rank's mean, and the slowest rank's step."""
+    """Per op and phase: the slowest rank's mean for compute; for a collective (move, sync) the
+    fastest rank's, since a rank that arrives early waits for the others inside it. And the
+    slowest rank's step."""
     found: dict[str, dict[str, float]] = {}
-    for rank in op_times["ranks"]:
-        for op, phases in rank["ops"].items():
-            row = found.setdefault(op, dict.fromkeys(PHASES, 0.0))
-            for phase in PHASES:
-                row[phase] = max(row[phase], phases.get(phase, 0.0))
+    for op in {op for rank in op_times["ranks"] for op in rank["ops"]}:
+        times = [rank["ops"].get(op, {}) for rank in op_times["ranks"]]
+        found[op] = {phase: (min if phase in COLLECTIVE else max)(t.get(phase, 0.0) for t in times)
+                     for phase in PHASES}
     return found, max(rank["step_s"] for rank in op_times["ranks"])
 
 

@@ -3,8 +3,9 @@
 For each `ProfileRequest` (kind, local input shapes and dtypes, attributes, which inputs need
 gradients): build inputs on the device (floating inputs random, integer inputs zero so any index
 input is in range), run `impl(inputs, attrs, out_shape)` `warmup` times, then time `repeats`
-forward runs and `repeats` backward runs (autograd from a ones gradient; the forward that feeds
-each backward is not timed), and keep the medians. The impl table defaults to the runtime's
+forward runs and `repeats` backward runs (autograd from a ones gradient made once, as a training
+step's backward receives its gradient: neither the forward that feeds each backward nor the
+gradient's allocation is timed), and keep the medians. The impl table defaults to the runtime's
 kernels (`localops.profile_impls`: TORCH_OPS and what the adapters run); tests and users may pass their own.
 """
 
@@ -78,18 +79,20 @@ def measure(request: ProfileRequest, impl: Impl, repeats: int = MIN_REPEATS, war
     forward_times = [_timed(forward, device) for _ in range(repeats)]
     backward_times = []
     if any(request.requires_grad):
+        gradients = [torch.ones_like(o) for o in _outputs(forward())]     # made once, not timed
         for _ in range(repeats):
             outputs = _outputs(forward())
-            backward_times.append(_timed(lambda: _backward(outputs), device))
+            backward_times.append(_timed(lambda: _backward(outputs, gradients), device))
             for t in inputs:
                 t.grad = None
     backward = statistics.median(backward_times) if backward_times else 0.0
     return OpTiming(statistics.median(forward_times), backward, repeats)
 
 
-def _backward(outputs: list[torch.Tensor]) -> None:
+def _backward(outputs: list[torch.Tensor], gradients: list[torch.Tensor] | None = None) -> None:
+    """Backward from `gradients` (made by the caller, outside any timing), else from ones."""
     if outputs:
-        torch.autograd.backward(outputs, [torch.ones_like(o) for o in outputs])
+        torch.autograd.backward(outputs, gradients or [torch.ones_like(o) for o in outputs])
 
 
 def profile(requests: Iterable[ProfileRequest], impls: Mapping[str, Impl] | None = None,
