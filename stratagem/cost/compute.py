@@ -14,7 +14,9 @@ y = x . W each input gradient is one contraction with the forward's FLOPs and op
 (dX = dY . W^T, dW = x^T . dY: the reference sheet's "backward ~ 2x forward for matmuls"); for an
 elementwise op each input gradient is one elementwise pass over tensors of the forward's sizes.
 So the backward is g kernels each costing about one forward. Op-specific factors come only from
-measurement: a `ComputeTable` entry replaces both times (`ComputeModel.times`).
+measurement: a `ComputeTable` entry replaces both times (`ComputeModel.times`). A table that
+carries the runtime's own time per op (DTensor wrapping around each kernel, `runtime_overhead`) adds
+it to every op it prices, from its entries or the roofline.
 """
 
 from __future__ import annotations
@@ -76,6 +78,16 @@ class ComputeModel:
 
     def times(self, request: ProfileRequest, flops: float, num_bytes: float, dtype: str, matrix: bool
               ) -> ComputeTimes:
+        kernel = self._kernel_times(request, flops, num_bytes, dtype, matrix)
+        overhead = self.table.runtime_overhead if self.table is not None else None
+        if overhead is None:
+            return kernel
+        backward = overhead.backward_time_s if any(request.requires_grad) else 0.0
+        return ComputeTimes(kernel.forward_time_s + overhead.forward_time_s, kernel.backward_time_s + backward,
+                            kernel.source)
+
+    def _kernel_times(self, request: ProfileRequest, flops: float, num_bytes: float, dtype: str, matrix: bool
+                      ) -> ComputeTimes:
         if self.table is not None:
             measured = self.table.lookup(request)
             if measured is not None:

@@ -52,6 +52,9 @@ class OpTiming:
 class ComputeTable:
     device_kind: str
     entries: Mapping[Key, OpTiming]
+    # the runtime's own time per op beyond its kernel (DTensor wrapping: runtime.profile_overhead),
+    # added to every op priced with this table; None: not measured
+    runtime_overhead: OpTiming | None = None
 
     def lookup(self, request: ProfileRequest) -> OpTiming | None:
         return self.entries.get(request.key)
@@ -60,7 +63,8 @@ class ComputeTable:
         return len(self.entries)
 
     def merged(self, other: "ComputeTable") -> "ComputeTable":
-        return ComputeTable(self.device_kind, {**self.entries, **other.entries})
+        return ComputeTable(self.device_kind, {**self.entries, **other.entries},
+                            other.runtime_overhead or self.runtime_overhead)
 
     def to_json(self) -> dict[str, Any]:
         rows = []
@@ -69,8 +73,12 @@ class ComputeTable:
                          "attrs": attrs.to_json(), "requires_grad": list(grads),
                          "forward_time_s": t.forward_time_s, "backward_time_s": t.backward_time_s,
                          "repeats": t.repeats})
+        overhead = self.runtime_overhead
+        extra = {} if overhead is None else {"runtime_overhead": {
+            "forward_time_s": overhead.forward_time_s, "backward_time_s": overhead.backward_time_s,
+            "repeats": overhead.repeats}}
         return {"format_version": FORMAT_VERSION, "table": "ops", "device_kind": self.device_kind,
-                "entries": rows}
+                "entries": rows, **extra}
 
     def save(self, path: str | Path) -> None:
         atomic_write_json(path, self.to_json())
@@ -93,6 +101,13 @@ class ComputeTable:
             raise ConfigError(f"{source}: field 'format_version'", expected=str(FORMAT_VERSION),
                               got=repr(data.get("format_version")))
         entries = {}
+        overhead = None
+        if data.get("runtime_overhead") is not None:
+            row = data["runtime_overhead"]
+            try:
+                overhead = OpTiming(float(row["forward_time_s"]), float(row["backward_time_s"]), int(row["repeats"]))
+            except (KeyError, TypeError, ValueError) as error:
+                raise ConfigError(f"{source}: field 'runtime_overhead' is not valid", got=repr(error)) from None
         for i, row in enumerate(data.get("entries", ())):
             try:
                 key = (row["kind"], tuple(tuple(s) for s in row["input_shapes"]), tuple(row["input_dtypes"]),
@@ -101,4 +116,4 @@ class ComputeTable:
                                         int(row["repeats"]))
             except (KeyError, TypeError, ValueError) as error:
                 raise ConfigError(f"{source}: field 'entries[{i}]' is not valid", got=repr(error)) from None
-        return ComputeTable(str(data.get("device_kind", "")), entries)
+        return ComputeTable(str(data.get("device_kind", "")), entries, overhead)

@@ -22,6 +22,7 @@ from stratagem import values
 from stratagem.cost import ComputeTable, OpTiming, ProfileRequest, profile_requests
 from stratagem.errors import ConfigError
 from stratagem.ir import Graph
+from stratagem.runtime.profile_overhead import runtime_overhead
 from stratagem.space import SpaceOptions
 
 Impl = Callable[[list[Any], Mapping[str, Any], tuple[int, ...]], Any]
@@ -97,8 +98,9 @@ def _backward(outputs: list[torch.Tensor], gradients: list[torch.Tensor] | None 
 
 def profile(requests: Iterable[ProfileRequest], impls: Mapping[str, Impl] | None = None,
             repeats: int = MIN_REPEATS, warmup: int = 2, device: torch.device | str = "cpu",
-            label: str | None = None) -> ComputeTable:
-    """Measure every request; `label` names the device kind (default: the torch device's)."""
+            label: str | None = None, with_overhead: bool = True) -> ComputeTable:
+    """Measure every request, and (`with_overhead`) the runtime's own time per op
+    (runtime.profile_overhead); `label` names the device kind (default: the torch device's)."""
     values.integer(repeats, "repeats (for a stable median)", minimum=MIN_REPEATS)
     values.integer(warmup, "warmup", minimum=0)
     impls = default_impls() if impls is None else impls
@@ -108,7 +110,8 @@ def profile(requests: Iterable[ProfileRequest], impls: Mapping[str, Impl] | None
         raise ConfigError("no torch implementation for some op kinds", got=str(missing),
                           hint="Add them to stratagem.frontend.torch_ops.TORCH_OPS, or pass impls=")
     entries = {r.key: measure(r, impls[r.kind], repeats, warmup, device) for r in requests}
-    return ComputeTable(label or device_kind(torch.device(device)), entries)
+    overhead = runtime_overhead(device, repeats=max(repeats, 30)) if with_overhead else None
+    return ComputeTable(label or device_kind(torch.device(device)), entries, overhead)
 
 
 def profile_graph(graph: Graph, num_devices: int, options: SpaceOptions = SpaceOptions(runnable=True),
