@@ -1,10 +1,11 @@
 """`stratagem profile ops|comm`: measure op times or collective times on this machine.
 
     stratagem profile comm --nproc 4 -o comm.json --cluster-out mine.yaml   # launches torchrun itself
-    stratagem profile ops MODEL --devices 4 -o ops.json --cluster-out mine.yaml
+    stratagem profile ops MODEL --devices 4 --nproc 4 -o ops.json --cluster-out mine.yaml
     stratagem plan MODEL --cluster mine.yaml                                # priced with both tables
 
-`--cluster-out FILE` writes (or updates) a cluster file that names the table: `--cluster`'s content
+`profile ops --nproc N` measures with N processes side by side, as N ranks on one machine share its
+cores and memory bandwidth (each entry: the slowest process's time). `--cluster-out FILE` writes (or updates) a cluster file that names the table: `--cluster`'s content
 (default cpu-1xN for the N ranks or devices measured) with `tables: {ops, comm}`. Every command that
 takes a cluster then prices with the tables where they have an entry (cluster.loader, the cost
 model); from Python, CostModel(compute_table=..., comm_table=...) also takes them.
@@ -18,7 +19,9 @@ import os
 import subprocess
 import sys
 
+from stratagem import values
 from stratagem.cluster import load_spec, with_tables
+from stratagem.cost import ComputeTable
 from stratagem.errors import ConfigError
 from stratagem.space import SpaceOptions
 
@@ -49,6 +52,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     ops.add_argument("--warmup", type=int, default=2)
     ops.add_argument("--device", default="cpu", help="torch device to measure on")
     ops.add_argument("--device-kind", default=None, help="label matching the cluster's device kind")
+    ops.add_argument("--nproc", type=int, default=1,
+                     help="processes measuring side by side, as that many ranks run (each entry: the slowest)")
     _cluster_options(ops, "devices")
 
 
@@ -145,13 +150,52 @@ def resolve_model(name: str):
 
 
 def run_ops(args: argparse.Namespace) -> int:
-    from stratagem.runtime.profile_ops import profile_graph
+    values.integer(args.nproc, "--nproc", minimum=1)
+    if args.nproc > 1 and not _under_torchrun():
+        return _ops_side_by_side(args)
+    from stratagem.runtime.profile_ops import profile_graph, slowest_rank
 
     graph = resolve_model(args.model)
-    table = profile_graph(graph, args.devices, SpaceOptions(max_axes=args.max_axes, runnable=True),
-                          repeats=args.repeats, warmup=args.warmup, device=args.device, label=args.device_kind)
+    options = SpaceOptions(max_axes=args.max_axes, runnable=True)
+    if _under_torchrun():
+        import torch.distributed as dist
+        dist.init_process_group("gloo")
+        try:
+            table = slowest_rank(profile_graph(graph, args.devices, options, repeats=args.repeats,
+                                               warmup=args.warmup, device=args.device, label=args.device_kind,
+                                               with_overhead=False, before_each=dist.barrier))
+            if table is not None:
+                table.save(args.output)
+        finally:
+            dist.destroy_process_group()
+        from stratagem.runtime.worker import exit_now
+        exit_now(0)      # past torch's C++ teardown, which can abort a gloo rank at exit (runtime.worker)
+    table = profile_graph(graph, args.devices, options, repeats=args.repeats, warmup=args.warmup,
+                          device=args.device, label=args.device_kind)
+    return _finish_ops(args, table)
+
+
+def _ops_side_by_side(args: argparse.Namespace) -> int:
+    """`--nproc N`: N ranks measure every op side by side (rank 0 writes the slowest rank's times),
+    then this process adds the runtime's own time per op and writes the table."""
+    from stratagem.runtime.profile_overhead import runtime_overhead
+    argv = ["profile", "ops", args.model, "-o", args.output, "--devices", str(args.devices), "--max-axes",
+            str(args.max_axes), "--repeats", str(args.repeats), "--warmup", str(args.warmup), "--device",
+            args.device, *(["--device-kind", args.device_kind] if args.device_kind else [])]
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={args.nproc}",
+               "-m", "stratagem", *argv]
+    code = subprocess.run(command, check=False).returncode
+    if code != 0:
+        return code
+    table = ComputeTable.load(args.output)
+    table = ComputeTable(table.device_kind, table.entries, runtime_overhead(args.device, repeats=max(args.repeats, 30)))
+    return _finish_ops(args, table)
+
+
+def _finish_ops(args: argparse.Namespace, table) -> int:
     table.save(args.output)
-    print(f"wrote {len(table)} op timings ({table.device_kind}) to {args.output}")
+    where = f" by {args.nproc} processes side by side" if args.nproc > 1 else ""
+    print(f"wrote {len(table)} op timings ({table.device_kind}){where} to {args.output}")
     kind = base_device_kind(args)
     if kind is not None and kind != table.device_kind:
         raise ConfigError("the cluster file would name op times measured on another kind of device",

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import torch
+import torch.distributed as dist
 
 from stratagem import values
 from stratagem.cost import ComputeTable, OpTiming, ProfileRequest, profile_requests
@@ -98,9 +99,11 @@ def _backward(outputs: list[torch.Tensor], gradients: list[torch.Tensor] | None 
 
 def profile(requests: Iterable[ProfileRequest], impls: Mapping[str, Impl] | None = None,
             repeats: int = MIN_REPEATS, warmup: int = 2, device: torch.device | str = "cpu",
-            label: str | None = None, with_overhead: bool = True) -> ComputeTable:
+            label: str | None = None, with_overhead: bool = True,
+            before_each: Callable[[], Any] | None = None) -> ComputeTable:
     """Measure every request, and (`with_overhead`) the runtime's own time per op
-    (runtime.profile_overhead); `label` names the device kind (default: the torch device's)."""
+    (runtime.profile_overhead); `label` names the device kind (default: the torch device's).
+    `before_each` runs before each request (a barrier, so that ranks measure it side by side)."""
     values.integer(repeats, "repeats (for a stable median)", minimum=MIN_REPEATS)
     values.integer(warmup, "warmup", minimum=0)
     impls = default_impls() if impls is None else impls
@@ -109,7 +112,11 @@ def profile(requests: Iterable[ProfileRequest], impls: Mapping[str, Impl] | None
     if missing:
         raise ConfigError("no torch implementation for some op kinds", got=str(missing),
                           hint="Add them to stratagem.frontend.torch_ops.TORCH_OPS, or pass impls=")
-    entries = {r.key: measure(r, impls[r.kind], repeats, warmup, device) for r in requests}
+    entries = {}
+    for r in requests:
+        if before_each is not None:
+            before_each()
+        entries[r.key] = measure(r, impls[r.kind], repeats, warmup, device)
     overhead = runtime_overhead(device, repeats=max(repeats, 30)) if with_overhead else None
     return ComputeTable(label or device_kind(torch.device(device)), entries, overhead)
 
@@ -122,3 +129,17 @@ def profile_graph(graph: Graph, num_devices: int, options: SpaceOptions = SpaceO
     values.integer(num_devices, "devices")
     values.integer(options.max_axes, "max_axes")
     return profile(profile_requests(graph, num_devices, options), **kwargs)
+
+
+def slowest_rank(table: ComputeTable) -> ComputeTable | None:
+    """Every rank's table (each measured beside the others, as ranks run a step) gathered to rank 0:
+    per entry the slowest rank's times, since a step waits for it. None on the other ranks."""
+    gathered: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(gathered, table.to_json())
+    if dist.get_rank() != 0:
+        return None
+    tables = [ComputeTable.from_json(t, f"rank {i}") for i, t in enumerate(gathered)]
+    entries = {key: OpTiming(max(t.entries[key].forward_time_s for t in tables),
+                             max(t.entries[key].backward_time_s for t in tables), timing.repeats)
+               for key, timing in tables[0].entries.items()}
+    return ComputeTable(table.device_kind, entries, table.runtime_overhead)

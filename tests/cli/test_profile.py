@@ -49,3 +49,21 @@ def test_profile_ops_refuses_to_name_a_table_of_another_device_kind(tmp_path, ca
     err = capsys.readouterr().err
     assert "another kind of device" in err and "H100-SXM5-80GB" in err and "--device-kind" in err
     assert ops.exists() and not cluster.exists()
+
+
+def test_profile_ops_side_by_side_measures_every_op_as_ranks_run(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from stratagem.cost import ComputeTable
+    from stratagem.cost.oplayouts import profile_requests
+    from stratagem.frontend import zoo
+    from stratagem.space import SpaceOptions
+
+    ops = tmp_path / "ops.json"
+    assert main(["profile", "ops", "mlp-tiny", "--devices", "2", "--nproc", "2", "--repeats", "10",
+                 "--warmup", "0", "-o", str(ops)]) == 0
+    assert "by 2 processes side by side" in capsys.readouterr().out
+    table = ComputeTable.load(ops)
+    requests = profile_requests(zoo.build("mlp-tiny"), 2, SpaceOptions(runnable=True))
+    assert {r.key for r in requests} == set(table.entries)
+    assert all(t.forward_time_s > 0 for t in table.entries.values())
+    assert table.runtime_overhead is not None and table.runtime_overhead.forward_time_s > 0
