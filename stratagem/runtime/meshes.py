@@ -56,7 +56,7 @@ class MeshBook:
         if math.prod(shape) != self.world_size:
             raise ExecutionError(f"mesh {shape} does not cover the world",
                                 expected=f"{self.world_size} devices", got=f"{math.prod(shape)}")
-        ranks = torch.arange(self.world_size).reshape(shape)
+        ranks = torch.arange(self.world_size, device="cpu").reshape(shape)
         self._meshes[shape] = DeviceMesh(self.device_type, ranks)
         return self._meshes[shape]
 

@@ -10,13 +10,19 @@ def _ints(high: int, shape: tuple[int, ...], device: torch.device, generator: to
           ) -> torch.Tensor:
     if device.type == "meta":
         return torch.empty(shape, dtype=torch.long, device=device)
-    return torch.randint(high, shape, generator=generator).to(device)
+    return torch.randint(high, shape, generator=generator, device=_drawn_on(generator)).to(device)
 
 
 def _floats(shape: tuple[int, ...], device: torch.device, generator: torch.Generator | None) -> torch.Tensor:
     if device.type == "meta":
         return torch.empty(shape, device=device)
-    return torch.randn(shape, generator=generator).to(device)
+    return torch.randn(shape, generator=generator, device=_drawn_on(generator)).to(device)
+
+
+def _drawn_on(generator: torch.Generator | None) -> torch.device:
+    """Where the numbers are drawn: the generator's device (the CPU for None), not torch's default
+    device, which a CUDA rank sets (runtime.worker) and a CPU generator cannot draw on."""
+    return generator.device if generator is not None else torch.device("cpu")
 
 
 def images(batch: int, device: torch.device, generator: torch.Generator | None, *, channels: int,
