@@ -41,6 +41,7 @@ from stratagem.cluster import load
 from stratagem.cluster.spec import CALCULON_MATRIX, CALCULON_MEMORY, CALCULON_VECTOR, DeviceSpec, EfficiencyCurve
 from stratagem.cost.compute import ComputeModel
 from stratagem.cost.opcost import DescribedWork, work_of
+from stratagem.monotone import non_decreasing
 
 ZERO_WORK_S = 1e-6
 MIN_BIN_CASES = 3          # a half-decade with fewer cases is left to its neighbours
@@ -89,18 +90,6 @@ def memory_bound(device: DeviceSpec, row: dict) -> bool:
 
 
 # ---- fit -------------------------------------------------------------------------------------------
-
-def non_decreasing(values: list[float], weights: list[float]) -> list[float]:
-    """Pool adjacent violators: the closest non-decreasing sequence in weighted least squares."""
-    blocks: list[list[float]] = []          # [value, weight, count]
-    for v, w in zip(values, weights):
-        blocks.append([v, w, 1])
-        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
-            v2, w2, c2 = blocks.pop()
-            v1, w1, c1 = blocks.pop()
-            blocks.append([(v1 * w1 + v2 * w2) / (w1 + w2), w1 + w2, c1 + c2])
-    return [b[0] for b in blocks for _ in range(b[2])]
-
 
 def binned_curve(samples: list[tuple[float, float]], fallback: EfficiencyCurve, monotone: bool = True
                  ) -> EfficiencyCurve:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from stratagem.errors import ConfigError
+from stratagem.monotone import non_decreasing
 from stratagem.files import atomic_write_json
 
 FORMAT_VERSION = 1
@@ -30,8 +31,15 @@ def normalize_groups(groups: Iterable[Iterable[int]]) -> Groups:
 
 @dataclass(frozen=True)
 class Series:
+    """Measured times of one collective by message size. The times are made non-decreasing in size
+    (least squares, `monotone.non_decreasing`): a larger message never takes less time, and a
+    noisy point below its neighbours (gloo on a loaded CPU) would price one size at a fraction of
+    the next."""
     sizes_bytes: tuple[float, ...]    # ascending
     times_s: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "times_s", tuple(non_decreasing(self.times_s)))
 
     def time_s(self, num_bytes: float) -> float:
         sizes, times = self.sizes_bytes, self.times_s

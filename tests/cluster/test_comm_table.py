@@ -50,3 +50,10 @@ def test_bad_tables_are_rejected(tmp_path):
     path.write_text('{"table": "ops"}')
     with pytest.raises(ConfigError, match="not a communication table"):
         CommTable.load(path)
+
+
+def test_a_measured_dip_is_made_monotone_in_size():
+    dip = Series((1024.0, 2048.0, 4096.0, 8192.0), (3.6e-3, 3.0e-3, 1.6e-3, 4.3e-3))
+    assert dip.times_s == pytest.approx((2.7333e-3, 2.7333e-3, 2.7333e-3, 4.3e-3), rel=1e-4)
+    times = [dip.time_s(s) for s in (1024, 1536, 2048, 3000, 4096, 6000, 8192, 16384)]
+    assert all(a <= b * (1 + 1e-12) for a, b in zip(times, times[1:]))
