@@ -60,6 +60,7 @@ class PlanModule(nn.Module):
         self._buffers_dt: dict[str, DTensor] = {}
         self.state_updates: dict[str, str] = dict(plan.graph.meta.get("state_updates") or {})
         self.timer: OpTimer | None = None      # per-op times when set (runtime.op_timing); off: no cost
+        self._released = released_after(self.schedule, set(plan.graph.outputs) | set(self.state_updates.values()))
         self._install(weights)
 
     # ---- parameters ---------------------------------------------------------------------------
@@ -106,7 +107,7 @@ class PlanModule(nn.Module):
         for name, x in zip(graph.inputs, inputs):
             values[name] = self._distribute(x.to(self.device), self.schedule.sources[name])
         moved: dict[tuple[str, TensorLayout], DTensor] = {}
-        for step in self.schedule.steps:
+        for i, step in enumerate(self.schedule.steps):
             if self.timer is None:
                 args = [self._read(values, moved, t, lay) for t, lay in zip(step.op.inputs, step.inputs)]
                 outs = self._run(step, args)
@@ -114,6 +115,11 @@ class PlanModule(nn.Module):
                 outs = self._timed_step(step, values, moved)
             for t, out in zip(step.op.outputs, outs):
                 values[t] = out
+            tensors, copies = self._released[i]
+            for t in tensors:
+                values.pop(t, None)
+            for key in copies:
+                moved.pop(key, None)
         self._write_state(values)
         outs = tuple(values[t].full_tensor() for t in graph.outputs)
         return outs[0] if len(outs) == 1 else outs
@@ -172,6 +178,27 @@ class PlanModule(nn.Module):
 
 
 # ---- helpers ------------------------------------------------------------------------------------
+
+def released_after(schedule: Schedule, kept: set[str]) -> tuple[tuple[tuple[str, ...], tuple[tuple], ...], ...]:
+    """Per step: the tensors, and the moved copies (tensor, layout), that no later step reads, so
+    that forward lets them go as it passes (autograd keeps what backward needs): a re-scheduled copy
+    or an output no one saves lives until its last reader, as the cost model and the simulator
+    count it, not to the end of forward. `kept`: the graph's outputs and the state updates' sources."""
+    last_read: dict[str, int] = {}
+    last_move: dict[tuple, int] = {}
+    for i, step in enumerate(schedule.steps):
+        for t, lay in zip(step.op.inputs, step.inputs):
+            last_read[t] = i
+            last_move[(t, lay)] = i
+    tensors: list[list[str]] = [[] for _ in schedule.steps]
+    copies: list[list[tuple]] = [[] for _ in schedule.steps]
+    for t, i in last_read.items():
+        if t not in kept:
+            tensors[i].append(t)
+    for key, i in last_move.items():
+        copies[i].append(key)
+    return tuple((tuple(a), tuple(b)) for a, b in zip(tensors, copies))
+
 
 class _Anchor(torch.autograd.Function):
     """Passes `out` through; gives each dropped input a zero gradient, so that every rank's autograd
