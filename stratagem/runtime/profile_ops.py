@@ -12,7 +12,6 @@ kernels (`localops.profile_impls`: TORCH_OPS and what the adapters run); tests a
 from __future__ import annotations
 
 import statistics
-import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -24,6 +23,7 @@ from stratagem.cost import ComputeTable, OpTiming, ProfileRequest, profile_reque
 from stratagem.errors import ConfigError
 from stratagem.ir import Graph
 from stratagem.runtime.profile_overhead import runtime_overhead
+from stratagem.runtime.timing import timed_s
 from stratagem.space import SpaceOptions
 
 Impl = Callable[[list[Any], Mapping[str, Any], tuple[int, ...]], Any]
@@ -52,19 +52,6 @@ def _inputs(request: ProfileRequest, device: torch.device) -> list[torch.Tensor]
     return tensors
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def _timed(fn: Callable[[], Any], device: torch.device) -> float:
-    _sync(device)
-    start = time.perf_counter()
-    fn()
-    _sync(device)
-    return time.perf_counter() - start
-
-
 def _outputs(result: Any) -> list[torch.Tensor]:
     results = result if isinstance(result, (tuple, list)) else [result]
     return [r for r in results if isinstance(r, torch.Tensor) and r.requires_grad]
@@ -78,13 +65,13 @@ def measure(request: ProfileRequest, impl: Impl, repeats: int = MIN_REPEATS, war
     forward = lambda: impl(inputs, attrs, request.output_shape)  # noqa: E731
     for _ in range(warmup):
         _backward(_outputs(forward()))
-    forward_times = [_timed(forward, device) for _ in range(repeats)]
+    forward_times = [timed_s(forward, device) for _ in range(repeats)]
     backward_times = []
     if any(request.requires_grad):
         gradients = [torch.ones_like(o) for o in _outputs(forward())]     # made once, not timed
         for _ in range(repeats):
             outputs = _outputs(forward())
-            backward_times.append(_timed(lambda: _backward(outputs, gradients), device))
+            backward_times.append(timed_s(lambda: _backward(outputs, gradients), device))
             for t in inputs:
                 t.grad = None
     backward = statistics.median(backward_times) if backward_times else 0.0

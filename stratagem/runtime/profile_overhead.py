@@ -15,7 +15,6 @@ A single-rank gloo group is made for it when none exists (and destroyed after).
 from __future__ import annotations
 
 import statistics
-import time
 
 import torch
 import torch.distributed as dist
@@ -23,6 +22,7 @@ import torch.distributed as dist
 from stratagem.cost import OpTiming
 from stratagem.ir import Graph, Op, TensorSpec
 from stratagem.plan import Plan
+from stratagem.runtime.timing import timed_s
 from stratagem.space import Configuration
 
 WIDTH = (8, 64)
@@ -79,16 +79,6 @@ def _times(forward, device: torch.device, repeats: int) -> tuple[float, float]:
         step()
     forwards, steps = [], []
     for _ in range(repeats):
-        forwards.append(_timed(forward, device))
-        steps.append(_timed(step, device))
+        forwards.append(timed_s(forward, device))
+        steps.append(timed_s(step, device))
     return statistics.median(forwards), statistics.median(steps)
-
-
-def _timed(fn, device: torch.device) -> float:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    begin = time.perf_counter()
-    fn()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return time.perf_counter() - begin
