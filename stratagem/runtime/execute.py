@@ -21,6 +21,7 @@ then steps the DTensor parameters.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -80,13 +81,18 @@ class PlanModule(nn.Module):
                     _attach(self, name, placed, buffer=True)
 
     def _sync_hook(self, owner: str | None):
+        """The gradient's sync step, timed under the module's timer when it has one (a weak
+        reference: the parameter's hook does not keep the module alive)."""
+        module = weakref.ref(self)
+
         def hook(param: DTensor) -> None:
-            if self.timer is None:
+            timer = getattr(module(), "timer", None)
+            if timer is None:
                 _sync_gradient(param)
                 return
-            begin = self.timer.now()
+            begin = timer.now()
             _sync_gradient(param)
-            self.timer.add(owner or "(unowned weights)", "sync", self.timer.now() - begin)
+            timer.add(owner or "(unowned weights)", "sync", timer.now() - begin)
         return hook
 
     def _distribute(self, value: torch.Tensor, lay: TensorLayout) -> DTensor:
