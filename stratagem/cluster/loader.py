@@ -22,7 +22,9 @@ File format (every bandwidth per direction in bytes/s, every latency in s, per h
                  attach_link (device <-> NIC, when NICs attach to devices)
     collectives: optional protocols [{name, base_latency_s, latency_scale, bandwidth_factor}],
                  reduction_s_per_byte, overlap_compute (default false: a rank waits for its
-                 collectives, as stratagem.runtime does; true: a dataflow runtime overlaps them)
+                 collectives, as stratagem.runtime does; true: a dataflow runtime overlaps them),
+                 native_all_to_all (default true; false where a shard-to-shard move runs as
+                 all-gather + chunk, as DTensor does on gloo)
     tables:      optional {ops: FILE, comm: FILE}: measured op and collective times (`stratagem
                  profile ops|comm`), paths relative to the cluster file; every command that plans,
                  simulates or validates on the cluster prices with them where they have an entry
@@ -144,13 +146,14 @@ def parse_spec(data: Any, source: str, directory: Path | None = None) -> Cluster
     if nodes > 1 and network is None:
         raise top.error("network", "a network section when nodes > 1", None)
     collectives = top.sub("collectives") if top.has("collectives") else Fields({}, source, "collectives")
-    collectives.check_known({"protocols", "reduction_s_per_byte", "overlap_compute"})
+    collectives.check_known({"protocols", "reduction_s_per_byte", "overlap_compute", "native_all_to_all"})
     return ClusterSpec(
         name=top.text("name"), description=str(top.raw("description", "")), num_nodes=nodes,
         devices_per_node=per, device=_device(top.sub("device")), fabrics=fabrics, network=network,
         protocols=_protocols(collectives),
         reduction_s_per_byte=collectives.number("reduction_s_per_byte", 0.0, positive=False),
         overlap_compute=collectives.boolean("overlap_compute", False),
+        native_all_to_all=collectives.boolean("native_all_to_all", True),
         ops_table=tables.get("ops"), comm_table=tables.get("comm"))
 
 

@@ -162,6 +162,11 @@ class ClusterSpec:
     # wait for each collective): a communication task holds its group's devices as well as its
     # links. True: a dataflow runtime (FlexFlow's Legion) overlaps them where dependencies allow.
     overlap_compute: bool = False
+    # Whether a shard-to-shard move (S(a) -> S(b) on one mesh axis) runs as an all-to-all. False
+    # where the backend has none and DTensor falls back to all-gather + chunk (gloo on CPU: "CPU
+    # process group does not support alltoall yet, falling back with allgather + chunk"): the
+    # whole tensor along that axis is gathered, moved and held for the step.
+    native_all_to_all: bool = True
     # measured tables the cluster file names (absolute paths): op times (`stratagem profile ops`),
     # read by the cost model; collective times (`profile comm`), read by the cluster
     ops_table: str | None = None

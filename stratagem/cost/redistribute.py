@@ -7,7 +7,10 @@ One step changes the placement on one axis x (the others stay), as in PyTorch's
 
   case  on axis x          step              allowed when                             n per group
   1     S(a) -> S(b)       all_to_all        x is the last axis sharding a, and after   local
-                                             every axis sharding b
+                                             every axis sharding b (without a native
+                                             all-to-all: all_gather, local * mesh[x],
+                                             then a local chunk; the gathered block is
+                                             scratch)
   2     S(d) -> R          all_gather        x is the last axis sharding d              local * mesh[x]
   3     P   -> R           all_reduce        always                                     local
   4     R   -> S(d)        local slice, free x after every axis sharding d
@@ -56,9 +59,10 @@ def local_bytes(state: State, mesh: tuple[int, ...], full_bytes: float) -> float
 
 
 def next_states(state: State, mesh: tuple[int, ...], rank: int, full_bytes: float,
-                target_has_partial: bool) -> Iterator[Transition]:
+                target_has_partial: bool, native_all_to_all: bool = True) -> Iterator[Transition]:
     """Every one-step transition from `state`, as (state, kind, axis, num_bytes); plain tuples,
-    as Dijkstra below makes millions of them on a large space."""
+    as Dijkstra below makes millions of them on a large space. Without `native_all_to_all`, case 1
+    is an all-gather of the axis followed by a local chunk (DTensor's fallback on gloo)."""
     local = local_bytes(state, mesh, full_bytes)
     shards, partial = tuple(Shard(d) for d in range(rank)), Partial("sum")
     last_axis = [-1] * rank                 # per tensor dim: the last mesh axis sharding it
@@ -72,7 +76,10 @@ def next_states(state: State, mesh: tuple[int, ...], rank: int, full_bytes: floa
             if last_axis[p.dim] == x:
                 for b in after:
                     if b != p.dim:
-                        yield (*head, shards[b], *tail), "all_to_all", x, local                 # 1
+                        if native_all_to_all:
+                            yield (*head, shards[b], *tail), "all_to_all", x, local             # 1
+                        else:
+                            yield (*head, shards[b], *tail), "all_gather", x, local * mesh[x]   # 1
                 yield (*head, REPLICATE, *tail), "all_gather", x, local * mesh[x]              # 2
         elif isinstance(p, Partial):
             yield (*head, REPLICATE, *tail), "all_reduce", x, local                            # 3
@@ -86,7 +93,7 @@ def next_states(state: State, mesh: tuple[int, ...], rank: int, full_bytes: floa
 
 
 def plan_redistribution(src: TensorLayout, dst: TensorLayout, shape: tuple[int, ...], itemsize: int,
-                        price: Price) -> Redistribution:
+                        price: Price, native_all_to_all: bool = True) -> Redistribution:
     """Cheapest path from src's placements to dst's on their (common, regular) mesh. A heap
     entry's path is a linked list (previous path, transition), built into steps at the end."""
     mesh, rank = src.mesh_shape, len(shape)
@@ -105,7 +112,7 @@ def plan_redistribution(src: TensorLayout, dst: TensorLayout, shape: tuple[int, 
         if state in done:
             continue
         done.add(state)
-        for t in next_states(state, mesh, rank, full, partial_target):
+        for t in next_states(state, mesh, rank, full, partial_target, native_all_to_all):
             if t[0] in done:
                 continue
             step_s = 0.0
@@ -132,5 +139,13 @@ def _result(start: State, path: list[Transition], time_s: float, mesh: tuple[int
     states = (start, *(t[0] for t in path))
     steps = tuple(CommStep(kind, groups[axis], num_bytes, prices[(kind, axis, num_bytes)])
                   for _, kind, axis, num_bytes in path if kind is not None)
-    scratch = max((local_bytes(s, mesh, full) for s in states[1:-1]), default=0.0)
+    gathered = [num_bytes for (state, kind, _, num_bytes), before in zip(path, states)
+                if kind == "all_gather" and not _replicated_after(state, before)]
+    scratch = max([*(local_bytes(s, mesh, full) for s in states[1:-1]), *gathered], default=0.0)
     return Redistribution(steps, states, time_s, scratch)
+
+
+def _replicated_after(state: State, before: State) -> bool:
+    """Whether a step's result is its all-gather's output (S -> R), not a chunk of it (S(a) -> S(b)
+    by all-gather + chunk, whose gathered block is scratch)."""
+    return any(isinstance(b, Shard) and a == REPLICATE for a, b in zip(state, before))

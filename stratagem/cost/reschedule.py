@@ -40,5 +40,6 @@ class Rescheduler:
             return Redistribution((), (src.placements,), 0.0, local)
         common = refine(src, dst) if src.is_regular and dst.is_regular else None
         if common is not None:
-            return plan_redistribution(common[0], common[1], shape, itemsize, self.price)
+            return plan_redistribution(common[0], common[1], shape, itemsize, self.price,
+                                       self.cluster.spec.native_all_to_all)
         return plan_p2p(src, dst, shape, itemsize, self.cluster)

@@ -119,3 +119,25 @@ def test_convolution_halo_moves_only_the_halo(checked):
     assert step.pair_bytes == (8 * 16 * 1 * 4,) * 2
     back, = edge.backward_steps          # the halo's gradient contributions go back to be summed
     assert back.kind == "p2p" and back.groups == ((0, 1), (1, 0)) and back.pair_bytes == step.pair_bytes
+
+
+def test_without_a_native_all_to_all_a_shard_move_gathers_the_whole_axis():
+    """gloo: DTensor runs S(a) -> S(b) as all-gather + chunk, so the step moves and holds the whole
+    tensor along the axis, where an all-to-all moves one block's worth."""
+    from dataclasses import replace
+    from stratagem.cluster import Cluster
+    gloo = Cluster(replace(CLUSTER.spec, native_all_to_all=False))
+    found = Rescheduler(gloo, gloo.concurrent_collective_time_s).plan(
+        SHAPE, ITEM, TensorLayout(0, (8,), (S0,)), TensorLayout(0, (8,), (S1,)))
+    assert found.kinds == ("all_gather",) and found.steps[0].num_bytes == FULL
+    assert found.scratch_bytes == FULL and found.states[-1] == (S1,)
+    assert found.time_s == pytest.approx(gloo.collective_time_s("all_gather", FULL, range(8)))
+    assert plan((S0,), (S1,)).scratch_bytes == 0.0                 # native: no gathered block
+    gathered = Rescheduler(gloo, gloo.concurrent_collective_time_s).plan(
+        SHAPE, ITEM, TensorLayout(0, (8,), (S0,)), TensorLayout(0, (8,), (R,)))
+    assert gathered.scratch_bytes == 0.0                           # S -> R: the gather is the result
+
+
+def test_the_cpu_preset_says_gloo_has_no_all_to_all():
+    from stratagem.cluster import load
+    assert not load("cpu-1x4").spec.native_all_to_all and load("v100-2x8").spec.native_all_to_all
