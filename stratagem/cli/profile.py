@@ -5,8 +5,9 @@
     stratagem plan MODEL --cluster mine.yaml                                # priced with both tables
 
 `profile ops --nproc N` measures with N processes side by side, as N ranks on one machine share its
-cores and memory bandwidth (each entry: the slowest process's time). `--cluster-out FILE` writes (or updates) a cluster file that names the table: `--cluster`'s content
-(default cpu-1xN for the N ranks or devices measured) with `tables: {ops, comm}`. Every command that
+cores and memory bandwidth (each entry: the slowest process's time). `--cluster-out FILE` writes (or
+updates) a cluster file that names the table: `--cluster`'s content (default cpu-1xN for the N
+ranks or devices measured) with `tables: {ops, comm}`. Every command that
 takes a cluster then prices with the tables where they have an entry (cluster.loader, the cost
 model); from Python, CostModel(compute_table=..., comm_table=...) also takes them.
 """
@@ -86,6 +87,13 @@ def base_device_kind(args: argparse.Namespace) -> str | None:
 
 # ---- comm ----------------------------------------------------------------------------------------
 
+def _torchrun(nproc: int, argv: list[str]) -> int:
+    """`stratagem ARGV` in `nproc` processes under torchrun (each sees itself under torchrun)."""
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+               "-m", "stratagem", *argv]
+    return subprocess.run(command, check=False).returncode
+
+
 def _under_torchrun() -> bool:
     return "TORCHELASTIC_RUN_ID" in os.environ or ("RANK" in os.environ and "WORLD_SIZE" in os.environ)
 
@@ -106,9 +114,7 @@ def run_comm(args: argparse.Namespace) -> int:
     if not _under_torchrun():
         if args.nproc < 2:
             raise ConfigError("--nproc", expected="at least 2 processes", got=str(args.nproc))
-        command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                   f"--nproc-per-node={args.nproc}", "-m", "stratagem", *_comm_argv(args)]
-        code = subprocess.run(command, check=False).returncode
+        code = _torchrun(args.nproc, _comm_argv(args))
         if code == 0:
             write_cluster_file(args, args.nproc, comm=args.output)
         return code
@@ -182,9 +188,7 @@ def _ops_side_by_side(args: argparse.Namespace) -> int:
     argv = ["profile", "ops", args.model, "-o", args.output, "--devices", str(args.devices), "--max-axes",
             str(args.max_axes), "--repeats", str(args.repeats), "--warmup", str(args.warmup), "--device",
             args.device, *(["--device-kind", args.device_kind] if args.device_kind else [])]
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={args.nproc}",
-               "-m", "stratagem", *argv]
-    code = subprocess.run(command, check=False).returncode
+    code = _torchrun(args.nproc, argv)
     if code != 0:
         return code
     table = ComputeTable.load(args.output)

@@ -182,8 +182,8 @@ def with_tables(base: str | Path, out: str | Path, ops: str | Path | None = None
     out = Path(out)
     if out.suffix not in (".yaml", ".yml"):
         raise ConfigError("the cluster file to write", expected="a name ending in .yaml or .yml", got=str(out))
-    source = out if out.is_file() else base
-    data, spec = cluster_data(source), load_spec(source)
+    data, name, directory = _located_data(out if out.is_file() else base)
+    data, spec = dict(data), parse_spec(data, name, directory)
     tables = {key: path for key, path in (("ops", spec.ops_table), ("comm", spec.comm_table)) if path}
     tables.update({key: str(Path(path).resolve()) for key, path in (("ops", ops), ("comm", comm)) if path})
     data["tables"] = {key: os.path.relpath(path, out.resolve().parent) for key, path in tables.items()}

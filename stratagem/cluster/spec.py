@@ -69,7 +69,10 @@ class DeviceSpec:
         """The compute efficiency curve of the engine that runs `dtype` math."""
         if not matrix:
             return self.vector_efficiency
-        return dict(self.matrix_efficiency_by_dtype).get(dtype, self.matrix_efficiency)
+        for name, curve in self.matrix_efficiency_by_dtype:
+            if name == dtype:
+                return curve
+        return self.matrix_efficiency
 
     def peak_flops_per_s(self, dtype: str, matrix: bool) -> float | None:
         """Peak for `dtype` on the matrix or vector engine; the 'default' entry if dtype is absent

@@ -1,7 +1,7 @@
 """Measured against predicted time, op by op: where a plan's predicted step time goes wrong.
 
-    rows = per_op_rows(plan, op_times)       # op_times: what the workers' timers reported
-    print(per_op_table(rows, shown=15))
+    rows, step_s, predicted_s = per_op_rows(plan, op_times)   # op_times: what the workers' timers reported
+    print(per_op_table(rows, step_s, predicted_s, shown=15))
 
 Per op, per device, as the cost model prices it (`CostModel.op_cost`, `edge_cost_in`) and as the
 runtime measured it (`runtime.op_timing`, means over the timed steps: the slowest rank's for
