@@ -21,13 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from stratagem import values
+from stratagem.cost.oplayouts import OpLayouts
+from stratagem.cost.weight_state import check_state
 from stratagem.errors import ConfigError, StratagemError
 from stratagem.fields import Fields
 from stratagem.files import atomic_write_json, parse_json, read_text
 from stratagem.ir import Graph, graph_from_dict, graph_to_dict
 from stratagem.space import Configuration, Edge, Level, Strategy, as_strategy, check_strategy
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3      # 3: a configuration may name its weight state (2's configurations all replicate theirs)
 
 
 @dataclass(frozen=True)
@@ -150,17 +152,23 @@ def strategy_to_dict(strategy: Strategy) -> dict[str, Any]:
 
 
 def config_to_dict(config: Configuration) -> dict[str, Any]:
-    return {"first_device": config.first_device,
-            "levels": [[level.dim, level.size] for level in config.levels]}
+    found = {"first_device": config.first_device, "levels": [[level.dim, level.size] for level in config.levels]}
+    if config.sharded_state:
+        found["state"] = config.state
+    return found
 
 
 def config_from_dict(data: Mapping[str, Any]) -> Configuration:
     try:
         levels = tuple(Level(_dim(d), values.integer(s, "mesh axis size")) for d, s in data["levels"])
-        return Configuration(levels, values.integer(data["first_device"], "first device", minimum=0))
+        state = data.get("state", "replicated")
+        if not isinstance(state, str):
+            raise TypeError(f"state {state!r}")
+        return Configuration(levels, values.integer(data["first_device"], "first device", minimum=0), state)
     except (KeyError, TypeError, ValueError) as error:
         raise ConfigError("configuration record is malformed",
-                          expected='{"first_device": int, "levels": [[dim or null, size], ...]}',
+                          expected='{"first_device": int, "levels": [[dim or null, size], ...], '
+                                   '"state": "sharded" | "sharded_kept" (optional)}',
                           got=repr(data)) from error
 
 
@@ -192,6 +200,13 @@ def _strategy(f: Fields, graph: Graph, num_devices: int) -> Strategy:
         check_strategy(graph, strategy)
     except ConfigError as error:
         raise _in_field(ops, "", error) from None
+    sharded = [op for op, config in strategy.items() if config.sharded_state]
+    layouts = OpLayouts(graph) if sharded else None
+    for op in sharded:
+        try:
+            check_state(graph, layouts, op, strategy[op])
+        except ConfigError as error:
+            raise _in_field(ops, op, error) from None
     return strategy
 
 
@@ -253,11 +268,11 @@ def migrate(f: Fields) -> Mapping[str, Any]:
 
 def _version(f: Fields) -> int:
     version = f.raw("format_version", None)
-    if version in (1, FORMAT_VERSION) and not isinstance(version, bool):
+    if version in (1, 2, FORMAT_VERSION) and not isinstance(version, bool):
         return version
     newer = isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION
     raise ConfigError(f"{f.source}: unsupported plan file version", expected=f"format_version {FORMAT_VERSION} "
-                      "(or 1, which it migrates)", got=repr(version),
+                      "(or 1 or 2, which it migrates)", got=repr(version),
                       hint="Upgrade stratagem to read it" if newer else
                       "Write the plan again with this version of stratagem (`stratagem plan MODEL -o FILE`)")
 

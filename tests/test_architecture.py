@@ -116,6 +116,10 @@ DECISIONS = {
     "transient memory and shared buffers": ("stratagem.cost.transient", ("input_transient_bytes", "input_transient_table",
                                                                           "op_transient_bytes", "plan_transient"),
                                             ("stratagem.cost.model", "stratagem.search.space", "stratagem.search.flags")),
+    "how weights are held": ("stratagem.cost.weight_state", ("stored_layout", "sharded_weights", "can_shard_state",
+                                                              "check_state"),
+                             ("stratagem.cost.opcost", "stratagem.cost.model", "stratagem.search.space",
+                              "stratagem.search.strategies", "stratagem.runtime.schedule", "stratagem.plan")),
     "search registry": ("stratagem.search.registry", ("make_options",),
                         ("stratagem.search.planner", "stratagem.report.planning", "stratagem.search.modes")),
 }

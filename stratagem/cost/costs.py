@@ -21,14 +21,26 @@ class OpCost:
     sync_time_s: float
     memory: MemoryCost
     compute_source: str = "roofline"      # "roofline" or "table"
+    gather: tuple[CommStep, ...] = ()     # sharded weights' all-gathers before forward (cost.weight_state)
+    regather: bool = False                # the same gathers again before backward ("sharded")
+    gathered_bytes: float = 0.0           # the gathered weights on one device
 
     @property
     def compute_time_s(self) -> float:
         return self.forward_time_s + self.backward_time_s + self.update_time_s
 
     @property
+    def gather_time_s(self) -> float:
+        return sum((s.time_s for s in self.gather), 0.0) * (2 if self.regather else 1)
+
+    @property
+    def communication_time_s(self) -> float:
+        """Gradient sync and weight gathers."""
+        return self.sync_time_s + self.gather_time_s
+
+    @property
     def time_s(self) -> float:
-        return self.compute_time_s + self.sync_time_s
+        return self.compute_time_s + self.communication_time_s
 
     @property
     def memory_bytes(self) -> float:

@@ -33,6 +33,7 @@ from stratagem.cost.redistribute import Redistribution
 from stratagem.cost.reschedule import Rescheduler
 from stratagem.cost.sharing import SharedTensor, shared_tensors, sharing_credits
 from stratagem.cost.transient import transient_terms
+from stratagem.cost.weight_state import check_state, with_states
 from stratagem.errors import ConfigError
 from stratagem.ir import Graph, Role, TensorSpec, dtype_bytes, weight_owner
 from stratagem.space import (
@@ -84,6 +85,7 @@ class CostModel:
         key = (op_name, config)
         found = self._ops.get(key)
         if found is None:
+            check_state(self.graph, self.layouts, op_name, config)
             found = self._ops[key] = build_op_cost(self, op_name, self._checked(config))
         return found
 
@@ -93,6 +95,8 @@ class CostModel:
 
     def edge_cost(self, tensor: str, src_op: str | None, src_config: Configuration | None,
                   dst_op: str, dst_config: Configuration) -> EdgeCost:
+        src_config = src_config.base if src_config is not None else None   # weight states move no activation
+        dst_config = dst_config.base
         key = (tensor, src_op, src_config, dst_op, dst_config)
         found = self._edges.get(key)
         if found is None:
@@ -124,9 +128,14 @@ class CostModel:
         return self._kept
 
     def configurations(self, op_name: str, options: SpaceOptions = SpaceOptions()) -> tuple[Configuration, ...]:
+        """The op's configurations in `options`; with `state_sharding`, each one the op may hold its
+        weights sharded under is followed by its sharded states (cost.weight_state)."""
         key = (op_name, options)
         if key not in self._configs:
-            self._configs[key] = enumerate_configurations(self.analyses[op_name], self.num_devices, options)
+            found = enumerate_configurations(self.analyses[op_name], self.num_devices, options)
+            if options.state_sharding:
+                found = with_states(self.graph, self.layouts, op_name, found)
+            self._configs[key] = found
         return self._configs[key]
 
     def edges(self) -> tuple[Edge, ...]:
@@ -150,7 +159,7 @@ class CostModel:
             config = strategy[op.name]
             cost = self.op_cost(op.name, config)
             time_s, compute_s = time_s + cost.time_s, compute_s + cost.compute_time_s
-            communication_s += cost.sync_time_s
+            communication_s += cost.communication_time_s
             for d in config.devices:
                 memory[d] += cost.memory_bytes - cost.memory.temporary_bytes
         for edge in self.edges():

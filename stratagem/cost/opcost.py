@@ -9,7 +9,13 @@
                         `shard_updates` (ZeRO-style) a reduce-scatter, the update of 1/p of the
                         shard, and an all-gather of the updated parameters instead.
     update              one memory-bound pass of the optimizer over the local shard (/p sharded)
-    memory              memory.MemoryCost
+    gather              weights held sharded (cost.weight_state: the configuration's `state`):
+                        an all-gather per data-parallel bucket before forward, again before
+                        backward for "sharded"; their gradient is reduce-scattered (the sync step)
+                        and their weight, gradient, optimizer state and update are 1/p
+    memory              memory.MemoryCost; a gathered weight kept until backward ("sharded_kept")
+                        is held like a saved activation, one freed after forward ("sharded") lives
+                        only while the op runs (cost.transient's own term)
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from stratagem.cost.compute_table import ProfileRequest
 from stratagem.cost.costs import OpCost
 from stratagem.cost.memory import MemoryCost, saved_tensors
 from stratagem.cost.steps import CommStep
+from stratagem.cost.weight_state import ShardedWeight, sharded_weights
 from stratagem.ir import Role, dtype_bytes, owned_parameters
 from stratagem.space import Configuration, Partial
 from stratagem.tdl.library import LIBRARY
@@ -94,12 +101,16 @@ def build_op_cost(model, op_name: str, config: Configuration) -> OpCost:
     times = model.compute.times(work.request, work.flops, work.num_bytes, work.dtype, work.matrix)
     weights = [i for i in owned_parameters(graph, op) if graph.tensors[op.inputs[i]].role is Role.WEIGHT]
     grads = {i: model.input_layout(op_name, config, i, gradient=True) for i in weights}
-    sync = _sync_steps(model, op, inputs, grads)
-    shards = _update_shards(model, grads)
+    sharded = {w.position: w for w in sharded_weights(graph, model.layouts, op_name, config)}
+    sync = _sync_steps(model, op, inputs, grads, sharded)
+    shards = _update_shards(model, grads, sharded)
+    gather = _gather_steps(model, tuple(sharded.values()))
+    gathered = sum(w.read_bytes(graph) for w in sharded.values())
+    kept = gathered if config.state == "sharded_kept" else 0.0
     return OpCost(times.forward_time_s, times.backward_time_s,
                   _update_time_s(model, op, inputs, shards), sync,
-                  sum((s.time_s for s in sync), 0.0), _memory(model, op, inputs, output, shards),
-                  times.source)
+                  sum((s.time_s for s in sync), 0.0), _memory(model, op, inputs, output, shards, sharded, kept),
+                  times.source, gather, config.state == "sharded", gathered)
 
 
 def _local_bytes(graph, tensor: str, layout: TensorLayout) -> float:
@@ -112,27 +123,45 @@ def _partial_axes(layout: TensorLayout) -> tuple[int, ...]:
     return tuple(a for a, p in enumerate(layout.placements) if p is None or isinstance(p, Partial))
 
 
-def _sync_steps(model, op, inputs: list[TensorLayout], grads: dict[int, TensorLayout]
-                ) -> tuple[CommStep, ...]:
+def _sync_steps(model, op, inputs: list[TensorLayout], grads: dict[int, TensorLayout],
+                sharded: dict[int, ShardedWeight]) -> tuple[CommStep, ...]:
+    """Replicated weights: one all-reduce per bucket of axes (reduce-scatter and all-gather with
+    `shard_updates`); sharded ones: one reduce-scatter per bucket."""
     buckets: dict[tuple[int, ...], float] = {}
+    scattered: dict[tuple[int, ...], float] = {}
     for i, grad in grads.items():
         axes = _partial_axes(grad)
         if axes:
-            buckets[axes] = buckets.get(axes, 0.0) + _local_bytes(model.graph, op.inputs[i], inputs[i])
+            into = scattered if i in sharded else buckets
+            into[axes] = into.get(axes, 0.0) + _local_bytes(model.graph, op.inputs[i], inputs[i])
     steps: list[CommStep] = []
     kinds = ("reduce_scatter", "all_gather") if model.shard_updates else ("all_reduce",)
-    for axes, num_bytes in buckets.items():
-        groups = next(iter(grads.values())).axis_groups(axes)
-        steps.extend(CommStep(k, groups, num_bytes, model.price(k, num_bytes, groups)) for k in kinds)
+    for bucket, bucket_kinds in ((buckets, kinds), (scattered, ("reduce_scatter",))):
+        for axes, num_bytes in bucket.items():
+            groups = next(iter(grads.values())).axis_groups(axes)
+            steps.extend(CommStep(k, groups, num_bytes, model.price(k, num_bytes, groups)) for k in bucket_kinds)
     return tuple(steps)
 
 
-def _update_shards(model, grads: dict[int, TensorLayout]) -> dict[int, int]:
-    """Per weight position: how many devices split its update (1 unless `shard_updates`)."""
+def _gather_steps(model, sharded: tuple[ShardedWeight, ...]) -> tuple[CommStep, ...]:
+    """One all-gather per bucket of data-parallel axes of the sharded weights (as FSDP gathers a
+    unit's parameters in one collective)."""
+    buckets: dict[tuple, float] = {}
+    for w in sharded:
+        buckets[w.groups] = buckets.get(w.groups, 0.0) + w.read_bytes(model.graph)
+    return tuple(CommStep("all_gather", groups, num_bytes, model.price("all_gather", num_bytes, groups))
+                 for groups, num_bytes in buckets.items())
+
+
+def _update_shards(model, grads: dict[int, TensorLayout], sharded: dict[int, ShardedWeight]) -> dict[int, int]:
+    """Per weight position: how many devices split its update (1 unless held sharded or `shard_updates`)."""
     shards = {}
     for i, grad in grads.items():
         axes = _partial_axes(grad)
-        shards[i] = math.prod(grad.mesh_shape[a] for a in axes) if model.shard_updates and axes else 1
+        if i in sharded:
+            shards[i] = sharded[i].shards
+        else:
+            shards[i] = math.prod(grad.mesh_shape[a] for a in axes) if model.shard_updates and axes else 1
     return shards
 
 
@@ -149,11 +178,19 @@ def _update_time_s(model, op, inputs: list[TensorLayout], shards: dict[int, int]
     return memory_s + len(shards) * device.launch_overhead_s
 
 
-def _memory(model, op, inputs: list[TensorLayout], output: TensorLayout, shards: dict[int, int]) -> MemoryCost:
+def _memory(model, op, inputs: list[TensorLayout], output: TensorLayout, shards: dict[int, int],
+            sharded: dict[int, ShardedWeight], kept_gathered_bytes: float) -> MemoryCost:
+    """A weight held sharded has its weight, gradient and optimizer state in its stored layout;
+    `shards` (with `shard_updates`) divides optimizer state only. A gathered weight kept until
+    backward counts with the saved activations."""
     graph = model.graph
-    owned = owned_parameters(graph, op)
-    parameter = sum(_local_bytes(graph, op.inputs[i], inputs[i]) for i in owned)
-    gradient = sum(_local_bytes(graph, op.inputs[i], inputs[i]) for i in shards)
+
+    def held(i: int) -> float:
+        layout = sharded[i].stored if i in sharded else inputs[i]
+        return _local_bytes(graph, op.inputs[i], layout)
+
+    parameter = sum(held(i) for i in owned_parameters(graph, op))
+    gradient = sum(held(i) for i in shards)
     optimizer = 0.0
     for i in shards:
         spec = graph.tensors[op.inputs[i]]
@@ -161,7 +198,6 @@ def _memory(model, op, inputs: list[TensorLayout], output: TensorLayout, shards:
         optimizer += elements * model.optimizer.state_bytes_per_element(dtype_bytes(spec.dtype))
     saved = saved_tensors(graph, op)
     activation = sum(_local_bytes(graph, t, output if t in op.outputs else inputs[op.inputs.index(t)])
-                     for t in saved)
+                     for t in saved) + kept_gathered_bytes
     temporary = sum(_local_bytes(graph, t, output) for t in op.outputs if t not in saved)
     return MemoryCost(parameter, gradient, optimizer, activation, temporary)
-

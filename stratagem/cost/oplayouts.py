@@ -23,6 +23,7 @@ class OpLayouts:
         self._inputs: dict[tuple[str, Configuration, int, bool], TensorLayout] = {}
 
     def layout(self, op_name: str, config: Configuration) -> OpLayout:
+        config = config.base                      # how weights are held changes no placement
         key = (op_name, config)
         found = self._layouts.get(key)
         if found is None:
@@ -31,6 +32,7 @@ class OpLayouts:
 
     def input_layout(self, op_name: str, config: Configuration, index: int, gradient: bool = False
                      ) -> TensorLayout:
+        config = config.base
         key = (op_name, config, index, gradient)
         found = self._inputs.get(key)
         if found is None:

@@ -19,7 +19,8 @@ Per device, the peak memory of a training iteration under strategy S is modelled
         re-scheduled:  L_e = c_e (at the run), H_e = max(s_e, c_e) (while another input moves),
                        P_e = s_e + c_e + x_e (while it moves: the source is read into the copy)
         read as is:    L_e = H_e = P_e = s_e
-        own_q = q's outputs that no op keeps for backward (a view has none: it aliases its input)
+        own_q = q's outputs that no op keeps for backward (a view has none: it aliases its input),
+                and the weights q gathers for its forward and frees after it ("sharded" state)
 An op holds all its inputs while it runs (a residual add: both summands and the sum); a source
 buffer re-scheduled into a copy is released once read, before the op's outputs appear.
 
@@ -49,12 +50,13 @@ def op_transient_bytes(model, op_name: str, config: Configuration) -> float:
     """own_q(k): the op's outputs no op keeps for backward, per device of the configuration."""
     graph = model.graph
     op = graph.op(op_name)
+    gathered = model.op_cost(op_name, config).gathered_bytes if config.state == "sharded" else 0.0
     if viewed_input(graph, op) is not None:
-        return 0.0
+        return gathered
     layout = model.layouts.output_layout(op_name, config)
     kept = model.kept_tensors
-    return float(sum(layout.local_num_elements(graph.tensors[t].shape) * dtype_bytes(graph.tensors[t].dtype)
-                     for t in op.outputs if t not in kept))
+    return gathered + float(sum(layout.local_num_elements(graph.tensors[t].shape) * dtype_bytes(graph.tensors[t].dtype)
+                                for t in op.outputs if t not in kept))
 
 
 def input_transient_bytes(model, edge: Edge, src_config: Configuration | None, dst_config: Configuration,

@@ -16,6 +16,12 @@ batch on every rank (each rank keeps its shard) and runs the graph op by op:
 Gradient synchronization (the plan's sync step) runs in post-accumulate-grad hooks: a parameter's
 accumulated gradient is redistributed to the parameter's own placements. Any torch.optim optimizer
 then steps the DTensor parameters.
+
+A weight its owner holds sharded (cost.weight_state) is a DTensor in its stored layout, sharded
+over the data-parallel axes: reading it is an all-gather (runtime.move), whose backward is the
+reduce-scatter of its gradient into the stored layout, so the optimizer steps shards and keeps
+sharded state. Under "sharded" the kernel's saved copy is dropped and gathered again in backward
+(runtime.regather); under "sharded_kept" autograd keeps it until backward.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from stratagem.runtime.localops import run_local
 from stratagem.runtime.meshes import MeshBook, torch_placements
 from stratagem.runtime.move import move
 from stratagem.runtime.op_timing import OpTimer, settled
+from stratagem.runtime.regather import freed_after_forward
 from stratagem.runtime.schedule import OpStep, Schedule, build_schedule
 from stratagem.space import REPLICATE
 
@@ -166,7 +173,11 @@ class PlanModule(nn.Module):
                 dropped.append(local)
         if self.timer is not None:
             locals_ = [self.timer.stamp(x, step.op.name, "in") for x in locals_]
-        result = run_local(step.op.kind, step.attrs, locals_, step.view, step.analysis, step.adapter)
+        if step.regather:
+            with freed_after_forward({i: locals_[i] for i in step.stored}, lambda i: self._regather(step, i)):
+                result = run_local(step.op.kind, step.attrs, locals_, step.view, step.analysis, step.adapter)
+        else:
+            result = run_local(step.op.kind, step.attrs, locals_, step.view, step.analysis, step.adapter)
         results = list(result) if isinstance(result, (tuple, list)) else [result]
         results = [self._cast(t, r) for t, r in zip(step.op.outputs, results)]
         if self.timer is not None:
@@ -177,6 +188,13 @@ class PlanModule(nn.Module):
         return [DTensor.from_local(r, mesh, placements, shape=torch.Size(self.plan.graph.tensors[t].shape),
                                    stride=_contiguous_stride(self.plan.graph.tensors[t].shape))
                 for t, r in zip(step.op.outputs, results)]
+
+    def _regather(self, step: OpStep, position: int) -> torch.Tensor:
+        """The local block of weight input `position`, gathered again from its shards (backward)."""
+        name = step.op.inputs[position]
+        with torch.no_grad():
+            param = self.get_parameter(name).detach()
+            return move(param, step.stored[position], step.inputs[position], self.meshes).to_local()
 
     def _cast(self, tensor: str, value: torch.Tensor) -> torch.Tensor:
         dtype = torch_dtype(self.plan.graph.tensors[tensor].dtype, self.floating)

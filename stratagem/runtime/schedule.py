@@ -4,7 +4,9 @@ its output layout, this rank's share and adapter; per tensor, where it lives whe
     data inputs    the data loader's layout (space.tensor_layout.loader_layout): S(sample dim) on the
                    1-D mesh of all devices when the batch divides evenly, else R
     parameters     the layout their owner (first consumer, cost.memory.weight_owner) reads them in:
-                   the placements the plan gives them, and the ones their gradients are synced to
+                   the placements the plan gives them, and the ones their gradients are synced to;
+                   a weight its owner holds sharded (the configuration's `state`), the stored
+                   layout of cost.weight_state: the owner gathers it when it reads it
     activations    the producer's output layout
 
 Every configuration covers all devices (space.runnable refuses sub-blocks), so a layout's mesh is
@@ -19,12 +21,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from stratagem.cost.oplayouts import OpLayouts
+from stratagem.cost.weight_state import sharded_weights
 from stratagem.ir import Graph, Op, Role, weight_owner
 from stratagem.runtime.views import WorkerView, worker_view
 from stratagem.space import REPLICATE, Configuration, OpLayout, Strategy, check_strategy, layout
 from stratagem.space.runnable import adapter_of
 from stratagem.space.tensor_layout import TensorLayout, input_layout, loader_layout, output_layout, refine
-from stratagem.tdl.graphops import AnalysisCache
 from stratagem.tdl.library import LIBRARY
 
 
@@ -38,6 +41,8 @@ class OpStep:
     view: WorkerView                           # this rank's share
     adapter: str | None
     analysis: Any
+    stored: Mapping[int, TensorLayout]         # input position -> layout of a weight held sharded
+    regather: bool                             # gather those again for backward ("sharded" state)
 
     @property
     def mesh_shape(self) -> tuple[int, ...]:
@@ -68,8 +73,8 @@ def build_schedule(graph: Graph, strategy: Strategy | Mapping[str, Configuration
     """Rank `rank`'s steps under the strategy's per-op configurations (its reuse choices are the
     simulator's account of what autograd keeps; the runtime leaves keeping to autograd)."""
     check_strategy(graph, strategy)
-    analyses = AnalysisCache(graph)
-    steps = tuple(_step(graph, analyses, op, strategy[op.name], rank) for op in graph.ops)
+    layouts = OpLayouts(graph)
+    steps = tuple(_step(graph, layouts, op, strategy[op.name], rank) for op in graph.ops)
     by_op = {s.op.name: s for s in steps}
     sources = {name: on_mesh(loader_layout(graph.tensors[name], num_devices)) for name in graph.inputs}
     sources.update(_parameter_layouts(graph, by_op, num_devices))
@@ -78,14 +83,15 @@ def build_schedule(graph: Graph, strategy: Strategy | Mapping[str, Configuration
     return Schedule(graph, num_devices, rank, steps, sources, _mesh_shapes(steps, sources, num_devices))
 
 
-def _step(graph: Graph, analyses: AnalysisCache, op: Op, config: Configuration, rank: int) -> OpStep:
-    analysis = analyses[op.name]
+def _step(graph: Graph, layouts: OpLayouts, op: Op, config: Configuration, rank: int) -> OpStep:
+    analysis = layouts.analyses[op.name]
     op_layout = layout(analysis, config)
     inputs = tuple(on_mesh(input_layout(op_layout, i)) for i in range(len(op.inputs)))
     attrs = dict(op.attrs) if op.kind == "opaque" else LIBRARY[op.kind].attrs_with_defaults(op.attrs)
     view = worker_view(analysis, config, rank if config.num_devices > 1 else config.first_device)
+    stored = {w.position: w.stored for w in sharded_weights(graph, layouts, op.name, config)}
     return OpStep(op, attrs, op_layout, inputs, on_mesh(output_layout(op_layout)), view,
-                  adapter_of(analysis, config), analysis)
+                  adapter_of(analysis, config), analysis, stored, bool(stored) and config.state == "sharded")
 
 
 def _parameter_layouts(graph: Graph, by_op: Mapping[str, OpStep], num_devices: int
@@ -99,7 +105,8 @@ def _parameter_layouts(graph: Graph, by_op: Mapping[str, OpStep], num_devices: i
             found[spec.name] = TensorLayout(0, (num_devices,), (REPLICATE,))
             continue
         step = by_op[owner]
-        found[spec.name] = step.inputs[step.op.inputs.index(spec.name)]
+        position = step.op.inputs.index(spec.name)
+        found[spec.name] = step.stored.get(position, step.inputs[position])
     return found
 
 

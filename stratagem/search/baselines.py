@@ -2,6 +2,9 @@
 against them); their strategies are built in search.strategies.
 
     data-parallel   every op splits its batch (sample) dim over all devices (or replicates)
+    fsdp            data parallel with every weight, gradient and optimizer state sharded over the
+                    devices (FSDP2's fully_shard per op; ZeRO-3), weights gathered for forward and
+                    again for backward (reshard_after_forward=False: kept from forward to backward)
     model-parallel  layers to devices: contiguous runs of whole ops, balanced by compute time
     owt             Krizhevsky's one weird trick: data parallel, fully-connected layers split
     optcnn          a single objective: the min-time end of the frontier (TensorOpt: OptCNN "always
@@ -30,6 +33,7 @@ from stratagem.search.ft_search import FTSearchOptions, frontier
 from stratagem.search.space import FT_SPACE, additive_cost
 from stratagem.search.strategies import (
     data_parallel_strategy, logical_dims, mesh_tf_strategies, model_parallel_strategy, owt_strategy,
+    with_sharded_state,
 )
 from stratagem.space import SpaceOptions, ordered_factorizations
 from stratagem.space.runnable import refusal
@@ -53,12 +57,24 @@ class MeshTFOptions:
                                                                                 "layouts than this"})
 
 
+@dataclass(frozen=True)
+class FSDPOptions:
+    reshard_after_forward: bool = field(default=True, metadata={
+        "help": "free each gathered weight after forward and gather it again for backward "
+                "(False: keep it until backward)"})
+
+
 class TooManyLayouts(StratagemError):
     """Mesh-TensorFlow's space is too large to enumerate."""
 
 
 def data_parallel(ctx: PlanningContext, options: NoOptions = NoOptions()) -> Plan:
     return make_plan(ctx, data_parallel_strategy(ctx), "data-parallel")
+
+
+def fsdp(ctx: PlanningContext, options: FSDPOptions = FSDPOptions()) -> Plan:
+    state = "sharded" if options.reshard_after_forward else "sharded_kept"
+    return make_plan(ctx, with_sharded_state(ctx, data_parallel_strategy(ctx), state), "fsdp")
 
 
 def owt(ctx: PlanningContext, options: NoOptions = NoOptions()) -> Plan:

@@ -34,6 +34,7 @@ from stratagem.cost.edgecost import other_keepers
 from stratagem.cost.memory import viewed_input
 from stratagem.cost.sharing import SharedTensor, kept_producer_buffers, sharing_credits
 from stratagem.cost.transient import input_transient_table, plan_transient
+from stratagem.cost.weight_state import can_shard_state
 from stratagem.ir import Graph, Role
 from stratagem.search.coarsen import Group, coarsen, derive_follower_config
 from stratagem.search.flags import edge_flag_key, expand_edge, expand_nodes, flagged_tensors, flags_of_strategy, node_flag_memory
@@ -97,9 +98,9 @@ class SearchSpace:
         kept = kept_producer_buffers(model, strategy)
         flagged = []                                  # k * F + f, before levels
         for g, group in enumerate(self.groups):
-            try:
-                k = self.configs[g].index(strategy[group.anchor])
-            except ValueError:
+            k = next((k for k, config in enumerate(self.configs[g]) if config.base == strategy[group.anchor].base
+                      and all(found[k] == strategy[name] for name, found in self.members[g].items())), None)
+            if k is None:
                 return None
             flags = flags_of_strategy(model, self.flags[g], kept) if self.flags else 0
             flagged.append(k * self._shared_flags(g) + flags)
@@ -115,6 +116,9 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
     group_of = {m: g for g, group in enumerate(groups) for m in group.members}
     configs = tuple(_configurations(model, group.anchor, options) for group in groups)
     members = tuple(member_configs(model, group, cfgs) for group, cfgs in zip(groups, configs))
+    if options.state_sharding:
+        configs, members = zip(*(group_states(model, group, cfgs, found)
+                                 for group, cfgs, found in zip(groups, configs, members)))
     flags = flagged_tensors(model, groups, group_of)
     inner: list[list] = [[] for _ in groups]          # edges inside a group, or into it from graph inputs
     for edge in model.edges():
@@ -160,10 +164,29 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
 
 
 def _configurations(model, op_name: str, options: SpaceOptions) -> tuple[Configuration, ...]:
-    """The op's configurations in `options`; an op with none there (a scalar loss in a space
-    without replication, a batch smaller than the devices) is replicated instead."""
+    """The op's configurations in `options` (weights replicated: `group_states` adds the sharded
+    states per group); an op with none there (a scalar loss in a space without replication, a
+    batch smaller than the devices) is replicated instead."""
+    options = replace(options, state_sharding=False)
     found = model.configurations(op_name, options)
     return found or model.configurations(op_name, replace(options, allow_replicate=True))
+
+
+def group_states(model, group: Group, configs: tuple[Configuration, ...],
+                 members: dict[str, tuple[Configuration, ...]]
+                 ) -> tuple[tuple[Configuration, ...], dict[str, tuple[Configuration, ...]]]:
+    """Each group configuration, followed by its sharded weight states where a member may hold
+    its weights sharded (cost.weight_state): the anchor's configuration carries the state (the
+    group's choice), each member that can shard takes it, the others stay replicated."""
+    graph, out, per_member = model.graph, [], {name: [] for name in members}
+    for k, config in enumerate(configs):
+        able = {name for name, found in members.items()
+                if can_shard_state(graph, model.layouts, name, found[k])}
+        for state in ("replicated", "sharded", "sharded_kept") if able else ("replicated",):
+            out.append(config.with_state(state))
+            for name, found in members.items():
+                per_member[name].append(found[k].with_state(state) if name in able else found[k])
+    return tuple(out), {name: tuple(found) for name, found in per_member.items()}
 
 
 def member_configs(model, group: Group, anchor_configs) -> dict[str, tuple[Configuration, ...]]:
@@ -223,7 +246,14 @@ def _edge_key(model, edge, src_configs, dst_configs) -> tuple:
 
 def _edge_table(model, edge, src_configs, dst_configs):
     """[R, K_src, K_dst] memory and time per reuse option, [3, R, K_src, K_dst] transient phases
-    (cost.transient), and the options' names."""
+    (cost.transient), and the options' names. Configurations that differ only in how their
+    weights are held cost an edge the same: priced once, repeated."""
+    (src_bases, src_index), (dst_bases, dst_index) = _bases(src_configs), _bases(dst_configs)
+    if len(src_bases) < len(src_configs) or len(dst_bases) < len(dst_configs):
+        mem, time, names, transient = _edge_table(model, edge, src_bases, dst_bases)
+        names = tuple(names[i * len(dst_bases) + j] for i in src_index for j in dst_index)
+        return (mem[:, src_index][:, :, dst_index], time[:, src_index][:, :, dst_index], names,
+                transient[..., src_index, :][..., dst_index])
     ks, kd = len(src_configs), len(dst_configs)
     costs = [[model.edge_cost(edge.tensor, edge.src_op, a, edge.dst_op, b) for b in dst_configs]
              for a in src_configs]
@@ -239,6 +269,13 @@ def _edge_table(model, edge, src_configs, dst_configs):
             names.append(tuple(name or "" for name in options))
     transient = input_transient_table(model, edge, src_configs, dst_configs, costs, names)
     return mem, time, tuple(names), transient
+
+
+def _bases(configs) -> tuple[tuple[Configuration, ...], np.ndarray]:
+    """The distinct configurations with weights replicated, and where each of `configs` is among them."""
+    bases = tuple(dict.fromkeys(c.base for c in configs))
+    at = {c: i for i, c in enumerate(bases)}
+    return bases, np.array([at[c.base] for c in configs], dtype=np.int64)
 
 
 def additive_cost(model, strategy: Mapping[str, Configuration]) -> tuple[float, float]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 
+from stratagem.cost.weight_state import can_shard_state
 from stratagem.space import Configuration, Level, layout, ordered_factorizations
 
 
@@ -53,6 +54,13 @@ def split_or_replicate(ctx, op_name: str, dim: str | None) -> Configuration:
 def data_parallel_strategy(ctx) -> dict[str, Configuration]:
     return {op.name: split_or_replicate(ctx, op.name, batch_dim(ctx.model.analyses[op.name]))
             for op in ctx.graph.ops}
+
+
+def with_sharded_state(ctx, strategy: dict[str, Configuration], state: str = "sharded") -> dict[str, Configuration]:
+    """`strategy` with every op that may hold its weights sharded (cost.weight_state) in `state`."""
+    graph, layouts = ctx.graph, ctx.model.layouts
+    return {op: config.with_state(state) if can_shard_state(graph, layouts, op, config) else config
+            for op, config in strategy.items()}
 
 
 FULLY_CONNECTED = ("linear", "addmm", "mm", "matmul")

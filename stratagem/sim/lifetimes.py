@@ -1,7 +1,9 @@
 """Memory accounting: the buffers each op and edge holds, and the tasks between which they live
 (the peak over the timeline is `sim.memory.peak_memory`).
 
-  - weights, gradients and optimizer state are resident;
+  - weights, gradients and optimizer state are resident (their shards, when held sharded);
+  - a weight gathered for an op's forward lives from its first gather until F(o, d), and again
+    from its backward gather until B(o, d) ("sharded"), or until B(o, d) ("sharded_kept");
   - each output shard lives from F(p, d) until its last use on d: its forward readers, and the
     backward of p or of a consumer reading the same buffer if they keep it for backward
     (`state.saved`, the op record's `saves` or what capture recorded);
@@ -27,7 +29,8 @@ def op_buffers(state: SimState, name: str) -> BufferSet:
     """Resident state, and each output shard from F(name, d) until its last use on d (a view
     that aliases its input has no buffer of its own: `_output_users` keeps its source alive)."""
     config = state.strategy[name]
-    memory = state.model.op_cost(name, config).memory
+    cost = state.model.op_cost(name, config)
+    memory = cost.memory
     tasks = state.op_tasks[name]
     op = state.graph.op(name)
     resident = memory.parameter_bytes + memory.gradient_bytes + memory.optimizer_bytes
@@ -37,6 +40,11 @@ def op_buffers(state: SimState, name: str) -> BufferSet:
     for i, d in enumerate(config.devices):
         if resident:
             buffers.append(Buffer(d, resident, None))
+        if tasks["G"]:
+            kept = config.state == "sharded_kept"
+            buffers.append(Buffer(d, cost.gathered_bytes, tasks["G"][0], (tasks["B" if kept else "F"][i],)))
+            if tasks["BG"]:
+                buffers.append(Buffer(d, cost.gathered_bytes, tasks["BG"][0], (tasks["B"][i],)))
         for t in () if aliased else op.outputs:
             spec = state.graph.tensors[t]
             size = layout.local_num_elements(spec.shape) * dtype_bytes(spec.dtype)

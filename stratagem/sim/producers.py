@@ -7,6 +7,9 @@ For an op o at configuration c, costs oc = model.op_cost(o, c):
         B(o, d) after B(the op after o on d) (`_chain`)
     sync steps (oc.sync): one task per step on the links its groups use, after every B(o, .),
         before U(o, .); also after the gradients of o's weights that other ops read came back
+    gathers of weights held sharded (oc.gather): a chain after each device of o reached o's turn
+        in forward, before every F(o, .); for "sharded" the chain again after each device reached
+        o's turn in backward (B of the op after o there), before every B(o, .)
 For an edge e = (tensor t, producer p or the data loader or the weight's owner, consumer q):
     forward steps (edge cost's forward_steps): a chain of tasks after every F(p, .) (none for
         inputs and weights) and after each of q's devices reached q's turn (`SimState.turn_of`:
@@ -24,7 +27,7 @@ sends, a sharded weight's gathers) is a new producer of this shape.
 from __future__ import annotations
 
 from stratagem.sim.keys import (
-    BACKWARD, FORWARD, SLOT_BACKWARD_STEPS, SLOT_COMPUTE, SLOT_STEPS, SLOT_SYNC, UPDATE, edge_step_sub,
+    BACKWARD, FORWARD, SLOT_BACKWARD_STEPS, SLOT_COMPUTE, SLOT_GATHER, SLOT_STEPS, SLOT_SYNC, UPDATE, edge_step_sub,
 )
 from stratagem.sim.state import SimState
 from stratagem.sim.taskgraph import TaskMeta
@@ -34,13 +37,16 @@ def add_op(state: SimState, name: str) -> None:
     config = state.strategy[name]
     cost = state.model.op_cost(name, config)
     graph = state.tasks
-    tasks: dict[str, list[int]] = {"F": [], "B": [], "U": [], "sync": []}
+    tasks: dict[str, list[int]] = {"F": [], "B": [], "U": [], "sync": [], "G": [], "BG": []}
+    tasks["G"] = _gathers(state, name, cost.gather, FORWARD)
     for d in config.devices:
-        tasks["F"].append(graph.add(cost.forward_time_s, [d], [], state.key(FORWARD, name, SLOT_COMPUTE, d),
+        tasks["F"].append(graph.add(cost.forward_time_s, [d], tasks["G"][-1:], state.key(FORWARD, name, SLOT_COMPUTE, d),
                                     TaskMeta(f"{name} fwd", "forward", name)))
+    if cost.regather:
+        tasks["BG"] = _gathers(state, name, cost.gather, BACKWARD)
     for d, f in zip(config.devices, tasks["F"]):
-        tasks["B"].append(graph.add(cost.backward_time_s, [d], [f], state.key(BACKWARD, name, SLOT_COMPUTE, d),
-                                    TaskMeta(f"{name} bwd", "backward", name)))
+        tasks["B"].append(graph.add(cost.backward_time_s, [d], [f] + tasks["BG"][-1:],
+                                    state.key(BACKWARD, name, SLOT_COMPUTE, d), TaskMeta(f"{name} bwd", "backward", name)))
     state.op_tasks[name] = tasks
     _chain(state, name)
     previous = list(tasks["B"])
@@ -56,26 +62,49 @@ def add_op(state: SimState, name: str) -> None:
                                         TaskMeta(f"{name} update", "update", name)))
 
 
+def _gathers(state: SimState, name: str, steps, phase: int) -> list[int]:
+    """A chain of the gather steps; `_chain` wires its first task after the op's turn."""
+    graph, chain, preds = state.tasks, [], []
+    for j, step in enumerate(steps):
+        t = graph.add(step.time_s, graph.step_resources(step), preds, state.key(phase, name, SLOT_GATHER, j),
+                      TaskMeta(f"{name} {'gather' if phase == FORWARD else 'regather'}", "gather", name,
+                               step.num_bytes * len(step.groups)))
+        chain.append(t)
+        preds = [t]
+    return chain
+
+
+def _forward_entry(state: SimState, name: str, device: int) -> int:
+    """The first task of `name`'s forward turn on `device`: its first gather, else F(name, device)."""
+    tasks = state.op_tasks[name]
+    return tasks["G"][0] if tasks["G"] else _task_on(state, name, "F", device)
+
+
+def _backward_entry(state: SimState, name: str, device: int) -> int:
+    tasks = state.op_tasks[name]
+    return tasks["BG"][0] if tasks["BG"] else _task_on(state, name, "B", device)
+
+
 def _chain(state: SimState, name: str) -> None:
-    """Program order on each device of `name`: its forward after the forward of the op before it
-    there, and the next op's forward after its own; backward the other way round."""
+    """Program order on each device of `name`: its forward (gathers first) after the forward of
+    the op before it there, and the next op's forward after its own; backward the other way round."""
     store, tasks = state.tasks.store, state.op_tasks[name]
     for i, d in enumerate(state.strategy[name].devices):
         before, after = state.previous_on(name, d), state.next_on(name, d)
         if before is not None and before in state.op_tasks:
-            store.add_preds(tasks["F"][i], [_task_on(state, before, "F", d)])
-            store.add_preds(_task_on(state, before, "B", d), [tasks["B"][i]])
+            store.add_preds(_forward_entry(state, name, d), [_task_on(state, before, "F", d)])
+            store.add_preds(_backward_entry(state, before, d), [tasks["B"][i]])
         if after is not None and after in state.op_tasks:
-            store.add_preds(_task_on(state, after, "F", d), [tasks["F"][i]])
-            store.add_preds(tasks["B"][i], [_task_on(state, after, "B", d)])
+            store.add_preds(_forward_entry(state, after, d), [tasks["F"][i]])
+            store.add_preds(_backward_entry(state, name, d), [_task_on(state, after, "B", d)])
 
 
 def bridge(state: SimState, name: str, device: int) -> None:
     """After `name` left `device`: the ops before and after it there in program order, chained."""
     before, after = state.previous_on(name, device), state.next_on(name, device)
     if before is not None and after is not None:
-        state.tasks.store.add_preds(_task_on(state, after, "F", device), [_task_on(state, before, "F", device)])
-        state.tasks.store.add_preds(_task_on(state, before, "B", device), [_task_on(state, after, "B", device)])
+        state.tasks.store.add_preds(_forward_entry(state, after, device), [_task_on(state, before, "F", device)])
+        state.tasks.store.add_preds(_backward_entry(state, before, device), [_task_on(state, after, "B", device)])
 
 
 def _task_on(state: SimState, name: str, kind: str, device: int) -> int:

@@ -21,7 +21,7 @@ import numpy as np
 from stratagem.sim.store import TaskStore
 from stratagem.sim.trace import TraceTask
 
-CATEGORIES = ("forward", "backward", "update", "sync", "reschedule")
+CATEGORIES = ("forward", "backward", "update", "sync", "reschedule", "gather")
 COMPUTE = 3          # categories below this index run on devices
 
 

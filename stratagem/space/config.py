@@ -10,6 +10,18 @@ are equal exactly when every device computes the same region (the canonical form
 the output is S(d) for a split output dim, P(reducer) for a split reduction dim, R for a
 replicated level; each input gets the placement `Analysis.split` derived (R, S(d), or None when
 the split is valid but not expressible as a DTensor placement, e.g. a convolution halo).
+
+`state` says how the op's own trainable weights are held across its data-parallel axes (the mesh
+axes on which a weight's gradient is a partial sum: the op reads the weight whole there), as
+ZeRO-3 / FSDP2 do (ZeRO, Rajbhandari et al. 2020, §5; space.state_sharding for which ops may):
+    "replicated"    every device holds the weight, its gradient and optimizer state (data
+                    parallelism's all-reduce of gradients)
+    "sharded"       weight, gradient and optimizer state are held in 1/p shards; the weight is
+                    all-gathered before the op's forward and again before its backward, freed after
+                    each; the gradient is reduce-scattered (FSDP's reshard_after_forward=True)
+    "sharded_kept"  as "sharded", but the weight gathered for forward is kept until the op's
+                    backward (no second gather; FSDP's reshard_after_forward=False)
+It changes no placement of the op's inputs and outputs: `base` is the configuration without it.
 """
 
 from __future__ import annotations
@@ -31,13 +43,19 @@ class Level:
         return f"{self.dim or 'rep'}{self.size}"
 
 
+STATES = ("replicated", "sharded", "sharded_kept")
+
+
 @dataclass(frozen=True)
 class Configuration:
     levels: tuple[Level, ...] = ()
     first_device: int = 0
+    state: str = "replicated"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "levels", canonical_levels(self.levels))
+        if self.state not in STATES:
+            raise ConfigError("unknown weight state", expected=" | ".join(STATES), got=repr(self.state))
         n = self.num_devices
         if self.first_device < 0 or self.first_device % n:
             raise ConfigError("configuration device block is not aligned",
@@ -48,7 +66,7 @@ class Configuration:
         string hashes differ between processes)."""
         found = self.__dict__.get("_hash")
         if found is None:
-            found = hash((self.levels, self.first_device))
+            found = hash((self.levels, self.first_device, self.state))
             object.__setattr__(self, "_hash", found)
         return found
 
@@ -64,6 +82,18 @@ class Configuration:
     @property
     def num_devices(self) -> int:
         return math.prod(level.size for level in self.levels)
+
+    @property
+    def base(self) -> "Configuration":
+        """This configuration with its weights replicated (what placements and edges depend on)."""
+        return self if self.state == "replicated" else Configuration(self.levels, self.first_device)
+
+    def with_state(self, state: str) -> "Configuration":
+        return self if state == self.state else Configuration(self.levels, self.first_device, state)
+
+    @property
+    def sharded_state(self) -> bool:
+        return self.state != "replicated"
 
     @property
     def mesh_shape(self) -> tuple[int, ...]:
@@ -111,7 +141,7 @@ class Configuration:
         body = "x".join(str(level) for level in self.levels) or "single"
         last = self.first_device + self.num_devices - 1
         where = f"@{self.first_device}" if last == self.first_device else f"@{self.first_device}-{last}"
-        return body + where
+        return body + where + ("" if self.state == "replicated" else f"/{self.state}")
 
 
 def canonical_levels(levels: tuple[Level, ...] | list[Level]) -> tuple[Level, ...]:

@@ -33,6 +33,7 @@ class SpaceOptions:
     dims: frozenset[str] | None = None    # restrict to these dims (None: all splittable)
     device_counts: tuple[int, ...] | None = None   # restrict n (None: all divisors of N)
     runnable: bool = False                # only what stratagem.runtime executes (space.runnable)
+    state_sharding: bool = False          # also each weight owner's sharded states (cost.weight_state)
 
 
 def divisors(n: int) -> list[int]:

@@ -14,7 +14,7 @@ from stratagem.plan import Frontier, Plan
 
 from .helpers import assert_says, refused
 
-CONFIG = "expected {\"first_device\": int, \"levels\": [[dim or null, size], ...]}"
+CONFIG = "expected {\"first_device\": int, \"levels\": [[dim or null, size], ...], \"state\": \"sharded\" | \"sharded_kept\" (optional)}"
 
 
 def written(tmp_path, data, name="plan.json"):
@@ -74,10 +74,10 @@ def test_missing_keys_are_named(plan_record, tmp_path, key):
 
 
 @pytest.mark.parametrize("version, fragments", [
-    (3, ["unsupported plan file version", "expected format_version 2 (or 1, which it migrates)", "got 3",
+    (4, ["unsupported plan file version", "expected format_version 3 (or 1 or 2, which it migrates)", "got 4",
          "Upgrade stratagem"]),
     (0, ["unsupported plan file version", "got 0", "Write the plan again with this version of stratagem"]),
-    ("2", ["unsupported plan file version", "got '2'"]),
+    ("3", ["unsupported plan file version", "got '3'"]),
     (None, ["unsupported plan file version", "got None"]),
 ])
 def test_other_format_versions_say_which_is_read_and_what_to_do(plan_record, tmp_path, version, fragments):
@@ -99,6 +99,12 @@ def test_other_format_versions_say_which_is_read_and_what_to_do(plan_record, tmp
     ({"first_device": 2, "levels": [["b", 2]]}, ["'strategy.ops.linear' is not valid", "got 'b2@2-3'"]),
     ({"first_device": 0, "levels": [["b", 4]]}, ["'strategy.ops.linear' is not valid", "(num_devices is 2)",
                                                  "got 'b4@0-3'"]),
+    ({"first_device": 0, "levels": [["b", 2]], "state": "zero3"},
+     ["unknown weight state", "expected replicated | sharded | sharded_kept", "got 'zero3'"]),
+    ({"first_device": 0, "levels": [["b", 2]], "state": 3}, ["configuration record is malformed", "\"state\""]),
+    ({"first_device": 0, "levels": [["j", 2]], "state": "sharded"},
+     ["cannot hold its weights sharded under j2@0-1", "a data-parallel axis", "got state 'sharded'",
+      "Give this op the state 'replicated'"]),
 ])
 def test_malformed_configurations_are_refused(plan_record, tmp_path, record, fragments):
     plan_record["strategy"]["ops"]["linear"] = record
