@@ -20,7 +20,7 @@ from stratagem.search.context import PlanningContext, make_plan, runnable_space
 from stratagem.search.ft import FTOptions, merged
 from stratagem.search.ft_peak import peak_frontier_tracking
 from stratagem.search.space import FT_SPACE, SearchSpace, build_search_space
-from stratagem.search.strategies import data_parallel_strategy
+from stratagem.search.strategies import data_parallel_strategy, with_sharded_state
 from stratagem.space import Configuration, SpaceOptions
 
 # FT as the planner runs it: frontiers thinned to 16 tuples (both ends kept exactly), and nodes with
@@ -37,11 +37,19 @@ class FTSearchOptions:
     ft: FTOptions = field(default=PLANNER_FT, metadata={"help": "frontier tracking's limits (FTOptions() is exact)"})
     runnable: bool = field(default=True, metadata={"help": "keep to what stratagem.runtime executes "
                                                            "(False: the papers' whole space)"})
+    state_sharding: bool = field(default=False, metadata={
+        "help": "also choose, per weight owner, to hold its weights, gradients and optimizer state sharded "
+                "over its data-parallel axes (ZeRO-3 / FSDP); the modes turn it on when no plan fits without"})
+
+    @property
+    def searched_space(self) -> SpaceOptions:
+        space = runnable_space(self.space, self.runnable)
+        return replace(space, state_sharding=True) if self.state_sharding else space
 
 
 def frontier(ctx: PlanningContext, options: FTSearchOptions = FTSearchOptions()) -> Frontier:
     """The (peak memory, iteration time) frontier by Frontier Tracking (TensorOpt §3)."""
-    search_space = build_search_space(ctx.model, runnable_space(options.space, options.runnable))
+    search_space = build_search_space(ctx.model, options.searched_space)
     data_parallel = data_parallel_strategy(ctx)
     result = peak_frontier_tracking(search_space.problem, options.ft)
     baseline = search_space.index_of(ctx.model, data_parallel) if result.heuristic_fixes else None
@@ -59,8 +67,10 @@ def frontier(ctx: PlanningContext, options: FTSearchOptions = FTSearchOptions())
                  configs_per_group=max(len(c) for c in search_space.configs),
                  exact=bool(result.stats.get("exact")) and not fixes, max_width=options.ft.max_width,
                  hub_span=options.ft.hub_span, peak_passes=options.ft.peak_passes)
+    alternatives = [data_parallel] + ([with_sharded_state(ctx, data_parallel)] if options.searched_space.state_sharding
+                                      else [])
     return Frontier(plans, {"algorithm": "ft", "stats": stats, "heuristic_fixes": fixes},
-                    _alternatives(ctx, search_space, data_parallel))
+                    [plan for strategy in alternatives for plan in _alternatives(ctx, search_space, strategy)])
 
 
 def ft(ctx: PlanningContext, options: FTSearchOptions = FTSearchOptions()) -> Plan:
@@ -70,14 +80,16 @@ def ft(ctx: PlanningContext, options: FTSearchOptions = FTSearchOptions()) -> Pl
 
 def _alternatives(ctx: PlanningContext, search_space: SearchSpace, strategy: Mapping[str, Configuration]
                   ) -> list[Plan]:
-    """Data parallel, simulated, when every op's configuration is in the searched space: FT picks
+    """Data parallel (or FSDP: its weights sharded), simulated, when every op's configuration is in
+    the searched space: FT picks
     by additive (Eq. 3) costs, which add communication to compute where the simulator overlaps
     them, so its min-time end can be slower than data parallel once simulated."""
     member = {op: set(configs) for group_members in search_space.members
               for op, configs in group_members.items()}
     if any(strategy[op] not in member.get(op, ()) for op in strategy):
         return []
-    return [make_plan(ctx, strategy, "data-parallel")]
+    sharded = any(config.sharded_state for config in strategy.values())
+    return [make_plan(ctx, strategy, "fsdp" if sharded else "data-parallel")]
 
 
 def _non_default(ctx: PlanningContext, strategy, reuse: Mapping[int, str]) -> dict[int, str]:

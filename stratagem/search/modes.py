@@ -1,7 +1,9 @@
 """The modes of TensorOpt §4.1, for any search: which plan a user gets.
 
     plan_at(ctx, algorithm, options)   one device count: FT's frontier (and its alternatives) cut at
-                                       the memory cap, least time; any other search its plan.
+                                       the memory cap, least time; when nothing fits, FT again with
+                                       weights held sharded as a choice (`state_sharding`) unless it
+                                       was; any other search its plan.
                                        Returns (plan, fits): the leanest plan when nothing fits.
     mini_time          least time under the cap on the devices given
     mini_parallelism   the fewest devices that fit (device counts from `device_counts`, ascending)
@@ -14,6 +16,7 @@ Modes choose by the simulated time and peak memory, which are what a plan will d
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from stratagem.cluster import Cluster
@@ -35,13 +38,27 @@ def mini_time(front: Frontier, memory_cap_bytes: float) -> Plan:
 def plan_at(ctx: PlanningContext, algorithm: str = "ft", options: Any = None) -> tuple[Plan, bool]:
     """The least-time plan of `algorithm` on the context's devices, and whether it fits the cap."""
     if algorithm == "ft":
-        front = frontier(ctx, registry.make_options("ft", options))
         try:
-            return mini_time(front, ctx.memory_cap_bytes), True
-        except NothingFits:
-            return front.min_memory, False
+            return least_time_ft(ctx, options), True
+        except NothingFits as refusal:
+            return refusal.leanest, False
     plan = registry.run(ctx, algorithm, options)
     return plan, plan.peak_memory_bytes <= ctx.memory_cap_bytes
+
+
+def least_time_ft(ctx: PlanningContext, options: Any = None) -> Plan:
+    """mini_time over FT's frontier; when nothing on it fits, over FT's frontier with weights held
+    sharded as a choice (unless they were). NothingFits carries the leanest plan seen (`leanest`)."""
+    chosen = registry.make_options("ft", options)
+    tries = [chosen] if chosen.state_sharding else [chosen, replace(chosen, state_sharding=True)]
+    for options_tried in tries:
+        front = frontier(ctx, options_tried)
+        try:
+            return mini_time(front, ctx.memory_cap_bytes)
+        except NothingFits as refusal:
+            refusal.leanest = front.min_memory
+            failed = refusal
+    raise failed
 
 
 def device_counts(cluster: Cluster, start: int = 1, stop: int | None = None) -> list[int]:

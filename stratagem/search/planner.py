@@ -23,22 +23,28 @@ from stratagem.space import SpaceOptions
 
 
 def frontier(graph: Graph, cluster: Cluster | str, devices: int | None = None, optimizer: str = "adam",
-             space: SpaceOptions = FT_SPACE, options: FTOptions = PLANNER_FT, runnable: bool = True) -> Frontier:
-    """The (peak memory, iteration time) frontier by Frontier Tracking (TensorOpt §3)."""
-    return ft_search.frontier(context(graph, cluster, devices, optimizer), FTSearchOptions(space, options, runnable))
+             space: SpaceOptions = FT_SPACE, options: FTOptions = PLANNER_FT, runnable: bool = True,
+             state_sharding: bool = False) -> Frontier:
+    """The (peak memory, iteration time) frontier by Frontier Tracking (TensorOpt §3);
+    `state_sharding`: weights held sharded (ZeRO-3 / FSDP) are choices on it too."""
+    return ft_search.frontier(context(graph, cluster, devices, optimizer),
+                              FTSearchOptions(space, options, runnable, state_sharding))
 
 
 def find_strategy(graph: Graph, cluster: Cluster | str, mode: str = "mini_time",
                   memory_cap_bytes: float | str | None = None, devices: int | None = None,
                   optimizer: str = "adam", device_range: tuple[int, int] | None = None,
-                  space: SpaceOptions = FT_SPACE, options: FTOptions = PLANNER_FT, runnable: bool = True):
+                  space: SpaceOptions = FT_SPACE, options: FTOptions = PLANNER_FT, runnable: bool = True,
+                  state_sharding: bool = False):
     """mini_time: least time under the cap on `devices`; mini_parallelism: fewest devices that
-    fit; profiling: {device count: least-time plan or None} over `device_range`."""
+    fit; profiling: {device count: least-time plan or None} over `device_range`. Where no plan
+    fits, each mode searches again with weights held sharded as a choice (`state_sharding`
+    searches with it from the start)."""
     mode = values.one_of(mode.replace("-", "_") if isinstance(mode, str) else mode, "mode", modes.MODES)
-    ft_options = FTSearchOptions(space, options, runnable)
+    ft_options = FTSearchOptions(space, options, runnable, state_sharding)
     if mode == "mini_time":
         ctx = context(graph, cluster, devices, optimizer, memory_cap_bytes)
-        return modes.mini_time(ft_search.frontier(ctx, ft_options), ctx.memory_cap_bytes)
+        return modes.least_time_ft(ctx, ft_options)
     loaded = cluster if isinstance(cluster, Cluster) else load(cluster)
     contexts = (context(graph, cluster, n, optimizer, memory_cap_bytes)
                 for n in modes.device_counts(loaded, *_device_range(loaded, device_range, devices)))

@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 from stratagem.cluster import Cluster, load
 from stratagem.cost import CostModel
 from stratagem.sim.builder import Simulation
-from stratagem.space import Configuration, Level
+from stratagem.space import Configuration, Level, SpaceOptions
 from tests.cost.graphs import conv, mlp, mlp_with_views
 
 
@@ -113,12 +113,15 @@ def models():
     return {name: CostModel(build(), "v100-2x8", num_devices=4) for name, build in GRAPHS.items()}
 
 
+WITH_STATES = SpaceOptions(state_sharding=True)    # weight owners' sharded states too (their gathers)
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.sampled_from(sorted(GRAPHS)), st.integers(0, 2**31), st.integers(1, 6))
 def test_delta_simulation_gives_the_full_timeline(models, name, seed, changes):
     model = models[name]
     rng = np.random.default_rng(seed)
-    configs = {op.name: model.configurations(op.name) for op in model.graph.ops}
+    configs = {op.name: model.configurations(op.name, WITH_STATES) for op in model.graph.ops}
     strategy = {op: c[rng.integers(len(c))] for op, c in configs.items()}
     sim = Simulation(model, strategy)
     sim.run()

@@ -1,0 +1,59 @@
+"""Weights held sharded as choices of FT's frontier (SpaceOptions.state_sharding): FT's problem is
+exact for every strategy with any states, FT finds the exact frontier, and the states reach
+memory no replicated plan does; the simulator confirms each point."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from stratagem.cost import CostModel
+from stratagem.search.ft import FTOptions
+from stratagem.search.ft_peak import peak_frontier_tracking
+from stratagem.search.space import FT_SPACE
+from stratagem.sim.builder import simulate
+from tests.search.graphs import chain
+from tests.search.oracle import (
+    assert_ft_finds_the_exact_frontier, build_uncapped_space, checked_strategies, space_assignments,
+)
+
+WITH_STATES = replace(FT_SPACE, state_sharding=True)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return CostModel(chain(layers=2, batch=2048, width=256), "v100-2x8", num_devices=2)
+
+
+@pytest.fixture(scope="module")
+def space(model):
+    return build_uncapped_space(model, options=WITH_STATES, coarsening=False)
+
+
+def test_the_space_offers_each_weight_owner_its_states(space):
+    for g, group in enumerate(space.groups):
+        states = {c.state for c in space.configs[g]}
+        assert states == ({"replicated", "sharded", "sharded_kept"} if group.anchor.startswith("fc") else {"replicated"})
+
+
+def test_the_problem_is_exact_for_every_strategy_with_states(model, space):
+    checked = sharded = 0
+    for strategy, _ in checked_strategies(model, space):
+        sharded += any(c.sharded_state for c in strategy.values())
+        checked += 1
+    assert checked >= 30 and sharded > checked / 2
+
+
+def test_ft_finds_the_exact_frontier_with_states(model, space):
+    assert_ft_finds_the_exact_frontier(model, space, (base for base, _ in space_assignments(space)))
+
+
+def test_sharded_states_reach_below_the_leanest_replicated_plan_as_simulated(model, space):
+    plain = build_uncapped_space(model, options=FT_SPACE, coarsening=False)
+    lean_plain = peak_frontier_tracking(plain.problem, FTOptions(workers=1)).points[0]
+    lean = peak_frontier_tracking(space.problem, FTOptions(workers=1)).points[0]
+    strategy, _ = space.strategy(lean.assignment, lean.options)
+    assert any(c.sharded_state for c in strategy.values())
+    assert lean.mem < lean_plain.mem
+    assert simulate(model, strategy).peak_memory_bytes < simulate(model, plain.strategy(lean_plain.assignment)[0]).peak_memory_bytes
