@@ -42,6 +42,9 @@ from stratagem.space import (
 from stratagem.space.tensor_layout import TensorLayout
 
 
+MEMORY_KINDS = ("weights", "gradients", "optimizer_state", "activations", "transient")
+
+
 class CostModel:
     """Costs of `graph` on the first `num_devices` devices of `cluster` (a Cluster or preset name).
 
@@ -153,29 +156,42 @@ class CostModel:
     def plan_cost(self, strategy: Mapping[str, Configuration]) -> PlanCost:
         check_strategy(self.graph, strategy)
         check_reuse(self.edges(), reuse_of(strategy))
-        memory = [0.0] * self.num_devices
         time_s = communication_s = compute_s = 0.0
         for op in self.graph.ops:
-            config = strategy[op.name]
-            cost = self.op_cost(op.name, config)
+            cost = self.op_cost(op.name, strategy[op.name])
             time_s, compute_s = time_s + cost.time_s, compute_s + cost.compute_time_s
             communication_s += cost.communication_time_s
-            for d in config.devices:
-                memory[d] += cost.memory_bytes - cost.memory.temporary_bytes
         for edge in self.edges():
             cost = self.edge_cost_in(edge, strategy)
             time_s, communication_s = time_s + cost.time_s, communication_s + cost.time_s
+        parts = self.memory_parts(strategy)
+        peaks = tuple(sum(kind[d] for kind in parts.values()) for d in range(self.num_devices))
+        return PlanCost(time_s, max(peaks), communication_s, compute_s, peaks)
+
+    def memory_parts(self, strategy: Mapping[str, Configuration]) -> dict[str, list[float]]:
+        """Per kind, per device, the additive memory (weights, gradients, optimizer state,
+        activations: saved ones and kept re-scheduled copies, less buffers shared by their
+        keepers) and the largest transient term: what Eq. 3's peak adds up."""
+        n = self.num_devices
+        parts = {kind: [0.0] * n for kind in MEMORY_KINDS}
+        for op in self.graph.ops:
+            config = strategy[op.name]
+            memory = self.op_cost(op.name, config).memory
+            for d in config.devices:
+                parts["weights"][d] += memory.parameter_bytes
+                parts["gradients"][d] += memory.gradient_bytes
+                parts["optimizer_state"][d] += memory.optimizer_bytes
+                parts["activations"][d] += memory.activation_bytes
+        for edge in self.edges():
             for d in strategy[edge.dst_op].devices:
-                memory[d] += cost.extra_memory_bytes
+                parts["activations"][d] += self.edge_cost_in(edge, strategy).extra_memory_bytes
         for num_bytes, devices in sharing_credits(self, strategy):
             for d in devices:
-                memory[d] -= num_bytes
-        transient = [0.0] * self.num_devices
+                parts["activations"][d] -= num_bytes
         for num_bytes, devices, _ in transient_terms(self, strategy):
             for d in devices:
-                transient[d] = max(transient[d], num_bytes)
-        peaks = tuple(m + t for m, t in zip(memory, transient))
-        return PlanCost(time_s, max(peaks), communication_s, compute_s, peaks)
+                parts["transient"][d] = max(parts["transient"][d], num_bytes)
+        return parts
 
     # ---- shared pieces (used by opcost and edgecost) -------------------------------------------------
     def price(self, kind: str, num_bytes: float, groups: tuple[tuple[int, ...], ...]) -> float:

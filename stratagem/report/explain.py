@@ -3,8 +3,9 @@ the plan was priced with (TensorOpt Eq. 1-2 per op and per edge).
 
     rows = explain(plan)            one OpRow per op, in graph order
     table = explain_table(rows, sort="time", top=20)
-Communication of an op: its gradient sync (TensorOpt's t_s) and the re-scheduling of its inputs
-(t_x of the edges into it, forward and backward), in time and in bytes moved over all groups.
+Communication of an op: its gradient sync (TensorOpt's t_s) with the gathers of the weights it
+holds sharded (cost.weight_state), and the re-scheduling of its inputs (t_x of the edges into it,
+forward and backward), in time and in bytes moved over all groups.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ class OpRow:
     forward_time_s: float
     backward_time_s: float
     update_time_s: float
-    sync_time_s: float
+    sync_time_s: float             # gradient sync, and the gathers of weights held sharded
     reschedule_time_s: float
     memory_bytes: float            # per device of the op: parameters, gradients, optimizer, activations
     communication_bytes: float     # sync + re-scheduling into the op, summed over groups
@@ -65,8 +66,8 @@ def _row(plan: Plan, model, op, incoming: tuple[float, float]) -> OpRow:
     cost = model.op_cost(op.name, config)
     placements = format_placements(model.layout(op.name, config).outputs) if config.levels else "whole"
     return OpRow(op.name, op.kind, str(config), placements, cost.forward_time_s, cost.backward_time_s,
-                 cost.update_time_s, cost.sync_time_s, incoming[0], cost.memory_bytes,
-                 _step_bytes(cost.sync) + incoming[1])
+                 cost.update_time_s, cost.communication_time_s, incoming[0], cost.memory_bytes,
+                 _step_bytes(cost.sync) + _step_bytes(cost.gather) * (2 if cost.regather else 1) + incoming[1])
 
 
 def sorted_rows(rows: Sequence[OpRow], sort: str = "graph", top: int | None = None) -> list[OpRow]:
@@ -77,7 +78,7 @@ def sorted_rows(rows: Sequence[OpRow], sort: str = "graph", top: int | None = No
 
 
 def explain_table(rows: Sequence[OpRow], title: str = "") -> Table:
-    columns = ("op", "kind", "configuration", "output", "forward", "backward", "update", "sync",
+    columns = ("op", "kind", "configuration", "output", "forward", "backward", "update", "sync+gather",
                "re-schedule", "memory/device", "comm bytes")
     body = [(r.op, r.kind, r.config, r.output_placements, format_seconds(r.forward_time_s),
              format_seconds(r.backward_time_s), format_seconds(r.update_time_s), format_seconds(r.sync_time_s),

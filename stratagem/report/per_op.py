@@ -7,9 +7,11 @@ Per op, per device, as the cost model prices it (`CostModel.op_cost`, `edge_cost
 runtime measured it (`runtime.op_timing`, means over the timed steps: the slowest rank's for
 compute, the fastest rank's for collectives, where an early rank waits for the others):
 
-    move      forward re-scheduling of the op's inputs (the edges into it)
+    move      forward re-scheduling of the op's inputs (the edges into it) and the gathers of the
+              weights it holds sharded
     forward   its local kernel
-    backward  its backward kernels (the edges' gradient moves are counted in the step's rest)
+    backward  its backward kernels, with the gathers again under the "sharded" state (the edges'
+              gradient moves are counted in the step's rest)
     sync      its weights' gradient synchronization
 
 Rows are ordered by |measured - predicted| over the four, the largest contributors first; a last
@@ -46,7 +48,9 @@ def predicted_by_op(plan: Plan) -> dict[str, dict[str, float]]:
     found = {op.name: dict.fromkeys(PHASES, 0.0) for op in plan.graph.ops}
     for op in plan.graph.ops:
         cost = model.op_cost(op.name, plan.strategy[op.name])
-        found[op.name].update(forward=cost.forward_time_s, backward=cost.backward_time_s, sync=cost.sync_time_s)
+        gather_s = sum((step.time_s for step in cost.gather), 0.0)     # read with the op's inputs
+        found[op.name].update(forward=cost.forward_time_s, move=gather_s, sync=cost.sync_time_s,
+                              backward=cost.backward_time_s + (gather_s if cost.regather else 0.0))
     for edge in model.edges():
         found[edge.dst_op]["move"] += model.edge_cost_in(edge, plan.strategy).forward_time_s
     return found

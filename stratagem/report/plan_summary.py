@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Mapping
 
+from stratagem.cost.model import MEMORY_KINDS
 from stratagem.plan import Plan
 from stratagem.report.tables import Table
 from stratagem.report.units import format_bytes, format_seconds
@@ -22,6 +23,15 @@ def plan_lines(plan: Plan, memory_cap_bytes: float | None = None, fits: bool = T
         lines.append(f"  compute          {format_seconds(d['compute_time_s']):>10}  busiest device; "
                      f"communication {format_seconds(d.get('communication_time_s', float('nan')))} "
                      f"({format_bytes(d.get('communication_bytes', float('nan')))} moved)")
+    if "memory_by_kind" in d:
+        kinds = d["memory_by_kind"]
+        lines.append(f"  memory by kind   " + ", ".join(f"{kind.replace('_', ' ')} {format_bytes(kinds[kind])}"
+                                                       for kind in MEMORY_KINDS if kind in kinds)
+                     + f" (device {kinds.get('device', 0)}, additive)")
+    if d.get("weight_states"):
+        owners = ", ".join(f"{n} {state}" for state, n in sorted(d["weight_states"].items()))
+        lines.append(f"  weights sharded  {owners} (ops holding their weights, gradients and optimizer "
+                     "state in shards over their data-parallel axes)")
     if "memory_gap" in d:
         lines += textwrap.wrap(d["memory_gap"], 100, initial_indent="  memory model     ",
                                subsequent_indent=" " * 19)

@@ -11,6 +11,7 @@ cost model, the optimizer and the memory cap in the context, never as loose argu
 from __future__ import annotations
 
 from collections.abc import Mapping
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -104,10 +105,21 @@ def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algor
     gap = memory_gap_note(ctx.model, chosen, mem, simulation, result.peak_memory_bytes)
     if gap:
         details["memory_gap"] = gap
+    details["memory_by_kind"] = memory_by_kind(ctx.model, chosen)
+    states = Counter(c.state for c in chosen.values() if c.sharded_state)
+    if states:
+        details["weight_states"] = dict(states)
     plan = Plan(ctx.graph, ctx.cluster_name, ctx.num_devices, chosen, additive_time_s=time,
                 additive_memory_bytes=mem, algorithm=algorithm, optimizer=ctx.optimizer,
                 model=ctx.zoo_name, details=details)
     return plan.with_simulation(result)
+
+
+def memory_by_kind(model, strategy: Mapping[str, Configuration]) -> dict[str, Any]:
+    """The additive memory by kind (cost.model.memory_parts) on the device where it peaks."""
+    parts = model.memory_parts(strategy)
+    device = max(range(model.num_devices), key=lambda d: sum(kind[d] for kind in parts.values()))
+    return {"device": device, **{kind: values[device] for kind, values in parts.items()}}
 
 
 def least_time(plans: list[Plan], memory_cap_bytes: float) -> Plan:
