@@ -26,12 +26,14 @@ from stratagem.space import Configuration, check_strategy
 
 
 def simulate(graph, cluster_or_name, strategy, devices: int | None = None, optimizer: str = "adam",
-             with_trace: bool = True):
+             with_trace: bool = True, precision: str = "fp32"):
     """Simulate one iteration of `strategy` (FlexFlow §5): iteration time, peak memory, trace.
-    `devices`: the devices the plan is for (None: those its configurations use)."""
+    `devices`: the devices the plan is for (None: those its configurations use); `precision`:
+    fp32 or bf16-mixed."""
     check_graph(graph)
     check_strategy(graph, strategy)
-    ctx = context(graph, cluster_or_name, _devices_of(strategy) if devices is None else devices, optimizer)
+    ctx = context(graph, cluster_or_name, _devices_of(strategy) if devices is None else devices, optimizer,
+                  precision=precision)
     simulation = Simulation(ctx.model, strategy)
     simulation.run()
     return simulation.result(with_trace)

@@ -26,10 +26,10 @@ from stratagem.cost.weight_state import check_state
 from stratagem.errors import ConfigError, StratagemError
 from stratagem.fields import Fields
 from stratagem.files import atomic_write_json, parse_json, read_text
-from stratagem.ir import Graph, graph_from_dict, graph_to_dict
+from stratagem.ir import Graph, check_precision, graph_from_dict, graph_to_dict
 from stratagem.space import Configuration, Edge, Level, Strategy, as_strategy, check_strategy
 
-FORMAT_VERSION = 3      # 3: a configuration may name its weight state (2's configurations all replicate theirs)
+FORMAT_VERSION = 3      # 3: weight states and the training precision (2's plans: replicated, fp32)
 
 
 @dataclass(frozen=True)
@@ -46,9 +46,11 @@ class Plan:
     optimizer: str = "adam"
     model: str = ""                                # zoo name when built from the zoo
     details: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    precision: str = "fp32"                        # ir.precision.PRECISIONS; `graph` computes in it
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "strategy", as_strategy(self.strategy))
+        check_precision(self.precision)
 
     def with_simulation(self, result) -> "Plan":
         details = dict(self.details)
@@ -69,7 +71,7 @@ class Plan:
         out: dict[str, Any] = {
             "format_version": FORMAT_VERSION, "model": self.model or self.graph.name,
             "cluster": self.cluster, "num_devices": self.num_devices, "optimizer": self.optimizer,
-            "algorithm": self.algorithm, "iteration_time_s": self.iteration_time_s,
+            "precision": self.precision, "algorithm": self.algorithm, "iteration_time_s": self.iteration_time_s,
             "peak_memory_bytes": self.peak_memory_bytes, "additive_time_s": self.additive_time_s,
             "additive_memory_bytes": self.additive_memory_bytes,
             "strategy": strategy_to_dict(self.strategy), "details": dict(self.details),
@@ -89,7 +91,7 @@ class Plan:
                    _recorded(top, "peak_memory_bytes"), _recorded(top, "additive_time_s", NAN),
                    _recorded(top, "additive_memory_bytes", NAN), _string(top, "algorithm"),
                    top.text("optimizer", "adam"), _string(top, "model"),
-                   dict(top.sub("details").data) if top.has("details") else {})
+                   dict(top.sub("details").data) if top.has("details") else {}, _precision(top))
 
     def save(self, path: str | Path) -> None:
         atomic_write_json(path, self.to_dict())
@@ -233,6 +235,14 @@ def _config(f: Fields, op: str, num_devices: int) -> Configuration:
         raise f.error(op, f"a configuration on devices 0..{num_devices - 1} (num_devices is {num_devices})",
                       str(config))
     return config
+
+
+def _precision(f: Fields) -> str:
+    value = f.text("precision", "fp32")
+    try:
+        return check_precision(value)
+    except StratagemError as error:
+        raise _in_field(f, "precision", error) from None
 
 
 def _recorded(f: Fields, key: str, default: Any = ...) -> float:

@@ -12,6 +12,7 @@ from stratagem.errors import ConfigError
 from stratagem.report import frontier_plot, planning
 from stratagem.report.console import Console
 from stratagem.report.planning import DEFAULT_CLUSTER
+from stratagem.cli.plan import add_precision, precision_of
 from stratagem.report.units import format_bytes, format_seconds
 
 BASELINES = ("data-parallel", "optcnn", "tofu-like", "mesh-tf")
@@ -27,6 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help=f"a preset name or a cluster YAML/JSON file (default: {DEFAULT_CLUSTER})")
     parser.add_argument("--devices", type=int, default=None, help="devices to use (default: all of the cluster)")
     parser.add_argument("--batch-size", type=int, default=None, help="batch size (default: the zoo model's)")
+    add_precision(parser)
     parser.add_argument("-o", "--output", default=None, help="write the frontier as JSON (every plan in it)")
     parser.add_argument("--plot", default=None, metavar="PNG",
                         help="draw memory against time with compute and network time and the baselines")
@@ -44,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     with out.status(f"capturing {args.model}"):
         graph = planning.build_graph(args.model, args.batch_size)
     with out.status(f"tracking the frontier of {args.model}"):
-        front, ctx = planning.frontier_with_context(graph, cluster_name, args.devices)
+        front, ctx = planning.frontier_with_context(graph, cluster_name, args.devices, precision=precision_of(args))
         points = frontier_plot.frontier_points(front, ctx.model)
     devices = ctx.num_devices
     out.table(frontier_plot.frontier_table(points, f"{args.model} on {cluster_name}, {devices} devices: "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from stratagem.errors import ConfigError
+from stratagem.ir import PRECISIONS
 from stratagem.report import planning
 from stratagem.report.console import Console
 from stratagem.report.plan_summary import plan_lines, profile_table
@@ -43,6 +44,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="any option of the search, by its name in the search's options "
                              "(e.g. --algorithm mcmc --option max_proposals=500); an unknown one is refused")
     parser.add_argument("--batch-size", type=int, default=None, help="batch size (default: the zoo model's)")
+    add_precision(parser)
     parser.add_argument("-o", "--output", default="plan.json", help="plan file to write (default: plan.json)")
 
 
@@ -54,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
     memory_cap(cluster, cluster.device_count(request.devices), request.memory_cap_bytes)
     if args.cluster is None:
         out.print(f"cluster: {DEFAULT_CLUSTER} (the default: TensorOpt's 2 nodes x 8 V100; choose one with --cluster)")
+    if args.precision is None and request.precision != "fp32":
+        out.print(f"precision: {request.precision} (how {request.model} is trained; --precision fp32 to change)")
     with out.status(f"capturing {request.model}"):
         graph = planning.build_graph(request.model, request.batch_size)
     if request.mode == "profiling":
@@ -81,7 +85,18 @@ def request_of(args: argparse.Namespace) -> PlanRequest:
     options.update((k, v) for k, v in (("budget_s", args.budget_s), ("seed", args.seed)) if v is not None)
     cap = None if args.memory_cap is None else size_bytes(args.memory_cap, "memory cap")
     return PlanRequest(args.model, args.cluster or DEFAULT_CLUSTER, args.devices, args.mode.replace("-", "_"),
-                       cap, args.algorithm, options, args.batch_size)
+                       cap, args.algorithm, options, args.batch_size, precision_of(args))
+
+
+def add_precision(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--precision", choices=tuple(PRECISIONS), default=None,
+                        help="training precision: fp32, or bf16-mixed (bfloat16 weights, activations and gradients; "
+                             "float32 master weights and optimizer state). Default: how the zoo model's users train "
+                             "it (bf16-mixed for the decoders of 1B parameters and more, else fp32)")
+
+
+def precision_of(args: argparse.Namespace) -> str:
+    return args.precision or planning.zoo_precision(args.model)
 
 
 def option_pairs(texts: list[str]) -> list[tuple[str, str]]:

@@ -10,6 +10,21 @@ from stratagem.errors import ConfigError
 
 
 @dataclass(frozen=True)
+class WeightCopies:
+    """Bytes of the copies an op makes of its own weights to read them (gathered from shards, or
+    cast to the compute dtype), per device, by how long they live: freed after its forward; kept
+    until its backward; freed after forward and made again for backward ("sharded")."""
+    freed_bytes: float = 0.0
+    kept_bytes: float = 0.0
+    regathered_bytes: float = 0.0
+
+    @property
+    def forward_bytes(self) -> float:
+        """Live while the op runs forward and gone after it."""
+        return self.freed_bytes + self.regathered_bytes
+
+
+@dataclass(frozen=True)
 class OpCost:
     """One device of the configuration (all its devices alike). TensorOpt Eq. 1:
     t = t_c + t_s (forward + backward + update, + gradient sync) and m = m_p + m_t."""
@@ -23,7 +38,7 @@ class OpCost:
     compute_source: str = "roofline"      # "roofline" or "table"
     gather: tuple[CommStep, ...] = ()     # sharded weights' all-gathers before forward (cost.weight_state)
     regather: bool = False                # the same gathers again before backward ("sharded")
-    gathered_bytes: float = 0.0           # the gathered weights on one device
+    weight_copies: WeightCopies = WeightCopies()
 
     @property
     def compute_time_s(self) -> float:

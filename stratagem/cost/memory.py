@@ -2,9 +2,9 @@
 
     parameter_bytes  = sum over the op's own weights and buffers of the local shard (param dtype)
     gradient_bytes   = the local shard of every trainable weight (param dtype)
-    optimizer_bytes  = local shard elements x (states x state bytes + master bytes) / update shards
-                       SGD 0 states, momentum 1, Adam/AdamW 2; states in fp32 under mixed precision
-                       (plus a 4-byte fp32 master copy), in the param dtype otherwise
+    optimizer_bytes  = local shard elements x states x the bytes the weight is held in / update shards
+                       SGD 0 states, momentum 1, Adam/AdamW 2 (under mixed precision the weight
+                       is held in float32 and so are its states: cost.opcost.held_itemsize)
     activation_bytes = the local blocks of the tensors autograd keeps for the op's backward
     temporary_bytes  = transient buffers (re-scheduling intermediates are on the edges)
 
@@ -55,7 +55,6 @@ class MemoryCost:
 @dataclass(frozen=True)
 class Optimizer:
     name: str
-    mixed_precision: bool = False
 
     def __post_init__(self) -> None:
         values.one_of(self.name, "optimizer", sorted(OPTIMIZER_STATES))
@@ -65,8 +64,8 @@ class Optimizer:
         return OPTIMIZER_STATES[self.name]
 
     def state_bytes_per_element(self, param_itemsize: int) -> int:
-        state_itemsize = 4 if self.mixed_precision else param_itemsize
-        return self.states * state_itemsize + (4 if self.mixed_precision else 0)
+        """States in the dtype the weight is held in (what torch.optim allocates)."""
+        return self.states * param_itemsize
 
     def update_traffic_per_element(self, param_itemsize: int) -> int:
         """Bytes an optimizer step moves per element: read/write param, read grad, read/write states."""

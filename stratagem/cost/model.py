@@ -48,8 +48,8 @@ MEMORY_KINDS = ("weights", "gradients", "optimizer_state", "activations", "trans
 class CostModel:
     """Costs of `graph` on the first `num_devices` devices of `cluster` (a Cluster or preset name).
 
-    optimizer: sgd | momentum | adam | adamw; mixed_precision: fp32 optimizer states and master
-    weights; shard_updates: ZeRO-style reduce-scatter + sharded update + all-gather instead of an
+    optimizer: sgd | momentum | adam | adamw; mixed_precision: a bf16 or fp16 graph's weights held
+    in float32 (the master weights its optimizer steps, states in float32 too; cost.opcost); shard_updates: ZeRO-style reduce-scatter + sharded update + all-gather instead of an
     all-reduce. compute_table / comm_table: measured tables (objects or JSON paths), preferred
     wherever they have an entry.
     """
@@ -68,7 +68,8 @@ class CostModel:
             compute_table = ComputeTable.load(compute_table)
         self.graph, self.cluster = graph, cluster
         self.num_devices = cluster.device_count(num_devices)
-        self.optimizer = Optimizer(optimizer, mixed_precision)
+        self.optimizer = Optimizer(optimizer)
+        self.mixed_precision = mixed_precision
         self.shard_updates = shard_updates
         self.device = cluster.devices[0].spec
         self.compute = ComputeModel(self.device, compute_table)

@@ -16,6 +16,13 @@
     memory              memory.MemoryCost; a gathered weight kept until backward ("sharded_kept")
                         is held like a saved activation, one freed after forward ("sharded") lives
                         only while the op runs (cost.transient's own term)
+    mixed precision     (`model.mixed_precision`: the graph computes in bf16) the op's own weights
+                        are held in float32, the master its optimizer steps: weight, gradient and
+                        optimizer state at 4 bytes an element, the all-reduce of a replicated
+                        weight's gradient in float32; the op reads a bf16 copy (cast, then gathered
+                        when sharded: gathers and reduce-scatters move bf16, as FSDP2's
+                        MixedPrecisionPolicy(param_dtype=bfloat16)), kept until backward when the op's
+                        backward needs its weight (`keeps_weight_copy`: a linear's), else freed
 """
 
 from __future__ import annotations
@@ -25,11 +32,14 @@ from dataclasses import dataclass
 
 from stratagem.cost.compute import is_contraction, local_extents
 from stratagem.cost.compute_table import ProfileRequest
-from stratagem.cost.costs import OpCost
-from stratagem.cost.memory import MemoryCost, saved_tensors
+from stratagem.cost.costs import OpCost, WeightCopies
+from stratagem.cost.memory import MemoryCost, keeps_weight_copy, saved_tensors
 from stratagem.cost.steps import CommStep
 from stratagem.cost.weight_state import ShardedWeight, sharded_weights
 from stratagem.ir import Role, dtype_bytes, owned_parameters
+from stratagem.ir.ownership import PARAMETER_ROLES
+
+LOW_PRECISION = ("bfloat16", "float16")
 from stratagem.space import Configuration, Partial
 from stratagem.tdl.library import LIBRARY
 from stratagem.space.tensor_layout import TensorLayout, output_layout
@@ -105,17 +115,53 @@ def build_op_cost(model, op_name: str, config: Configuration) -> OpCost:
     sync = _sync_steps(model, op, inputs, grads, sharded)
     shards = _update_shards(model, grads, sharded)
     gather = _gather_steps(model, tuple(sharded.values()))
-    gathered = sum(w.read_bytes(graph) for w in sharded.values())
-    kept = gathered if config.state == "sharded_kept" else 0.0
+    copies = _weight_copies(model, op, inputs, weights, sharded, config.state)
     return OpCost(times.forward_time_s, times.backward_time_s,
                   _update_time_s(model, op, inputs, shards), sync,
-                  sum((s.time_s for s in sync), 0.0), _memory(model, op, inputs, output, shards, sharded, kept),
-                  times.source, gather, config.state == "sharded", gathered)
+                  sum((s.time_s for s in sync), 0.0), _memory(model, op, inputs, output, shards, sharded, copies),
+                  times.source, gather, config.state == "sharded", copies)
+
+
+def _weight_copies(model, op, inputs: list[TensorLayout], weights: list[int], sharded: dict[int, ShardedWeight],
+                   state: str) -> WeightCopies:
+    """The copies of its own weights the op reads: gathered (sharded state) or cast to the
+    compute dtype (mixed precision), and how long each lives."""
+    graph = model.graph
+    freed = kept = regathered = 0.0
+    for i in weights:
+        tensor = op.inputs[i]
+        if i in sharded:
+            size = sharded[i].read_bytes(graph)
+            if state == "sharded":
+                regathered += size
+            else:
+                kept += size
+        elif held_itemsize(model, graph.tensors[tensor]) != dtype_bytes(graph.tensors[tensor].dtype):
+            size = _local_bytes(graph, tensor, inputs[i])
+            if keeps_weight_copy(graph, op, tensor):
+                kept += size
+            else:
+                freed += size
+    return WeightCopies(freed, kept, regathered)
+
+
+def held_itemsize(model, spec) -> int:
+    """Bytes an element of a weight or buffer is held in: float32 under mixed precision (a
+    weight's master, which the optimizer steps; buffers as the module keeps them,
+    `model.mixed_precision`), else its dtype's."""
+    if model.mixed_precision and spec.role in PARAMETER_ROLES and spec.dtype in LOW_PRECISION:
+        return 4
+    return dtype_bytes(spec.dtype)
 
 
 def _local_bytes(graph, tensor: str, layout: TensorLayout) -> float:
     spec = graph.tensors[tensor]
     return float(layout.local_num_elements(spec.shape) * dtype_bytes(spec.dtype))
+
+
+def _held_bytes(model, tensor: str, layout: TensorLayout) -> float:
+    spec = model.graph.tensors[tensor]
+    return float(layout.local_num_elements(spec.shape) * held_itemsize(model, spec))
 
 
 def _partial_axes(layout: TensorLayout) -> tuple[int, ...]:
@@ -132,8 +178,10 @@ def _sync_steps(model, op, inputs: list[TensorLayout], grads: dict[int, TensorLa
     for i, grad in grads.items():
         axes = _partial_axes(grad)
         if axes:
-            into = scattered if i in sharded else buckets
-            into[axes] = into.get(axes, 0.0) + _local_bytes(model.graph, op.inputs[i], inputs[i])
+            if i in sharded:           # the gradient of the gathered copy, in the compute dtype
+                scattered[axes] = scattered.get(axes, 0.0) + _local_bytes(model.graph, op.inputs[i], inputs[i])
+            else:                      # the held weight's gradient
+                buckets[axes] = buckets.get(axes, 0.0) + _held_bytes(model, op.inputs[i], inputs[i])
     steps: list[CommStep] = []
     kinds = ("reduce_scatter", "all_gather") if model.shard_updates else ("all_reduce",)
     for bucket, bucket_kinds in ((buckets, kinds), (scattered, ("reduce_scatter",))):
@@ -173,21 +221,20 @@ def _update_time_s(model, op, inputs: list[TensorLayout], shards: dict[int, int]
     for i in shards:
         spec = model.graph.tensors[op.inputs[i]]
         elements = inputs[i].local_num_elements(spec.shape) / shards[i]
-        traffic += elements * model.optimizer.update_traffic_per_element(dtype_bytes(spec.dtype))
+        traffic += elements * model.optimizer.update_traffic_per_element(held_itemsize(model, spec))
     memory_s = traffic / (device.memory_efficiency.at(traffic) * device.memory_bandwidth_bytes_per_s)
     return memory_s + len(shards) * device.launch_overhead_s
 
 
 def _memory(model, op, inputs: list[TensorLayout], output: TensorLayout, shards: dict[int, int],
-            sharded: dict[int, ShardedWeight], kept_gathered_bytes: float) -> MemoryCost:
+            sharded: dict[int, ShardedWeight], copies: WeightCopies) -> MemoryCost:
     """A weight held sharded has its weight, gradient and optimizer state in its stored layout;
-    `shards` (with `shard_updates`) divides optimizer state only. A gathered weight kept until
-    backward counts with the saved activations."""
+    `shards` (with `shard_updates`) divides optimizer state only; weights are held in
+    `held_itemsize`. A weight copy kept until backward counts with the saved activations."""
     graph = model.graph
 
     def held(i: int) -> float:
-        layout = sharded[i].stored if i in sharded else inputs[i]
-        return _local_bytes(graph, op.inputs[i], layout)
+        return _held_bytes(model, op.inputs[i], sharded[i].stored if i in sharded else inputs[i])
 
     parameter = sum(held(i) for i in owned_parameters(graph, op))
     gradient = sum(held(i) for i in shards)
@@ -195,9 +242,9 @@ def _memory(model, op, inputs: list[TensorLayout], output: TensorLayout, shards:
     for i in shards:
         spec = graph.tensors[op.inputs[i]]
         elements = inputs[i].local_num_elements(spec.shape) / shards[i]
-        optimizer += elements * model.optimizer.state_bytes_per_element(dtype_bytes(spec.dtype))
+        optimizer += elements * model.optimizer.state_bytes_per_element(held_itemsize(model, spec))
     saved = saved_tensors(graph, op)
     activation = sum(_local_bytes(graph, t, output if t in op.outputs else inputs[op.inputs.index(t)])
-                     for t in saved) + kept_gathered_bytes
+                     for t in saved) + copies.kept_bytes
     temporary = sum(_local_bytes(graph, t, output) for t in op.outputs if t not in saved)
     return MemoryCost(parameter, gradient, optimizer, activation, temporary)

@@ -20,7 +20,8 @@ Per device, the peak memory of a training iteration under strategy S is modelled
                        P_e = s_e + c_e + x_e (while it moves: the source is read into the copy)
         read as is:    L_e = H_e = P_e = s_e
         own_q = q's outputs that no op keeps for backward (a view has none: it aliases its input),
-                and the weights q gathers for its forward and frees after it ("sharded" state)
+                and the copies of its weights q makes for its forward and frees after it (gathered
+                under the "sharded" state, cast under mixed precision: cost.opcost)
 An op holds all its inputs while it runs (a residual add: both summands and the sum); a source
 buffer re-scheduled into a copy is released once read, before the op's outputs appear.
 
@@ -50,7 +51,7 @@ def op_transient_bytes(model, op_name: str, config: Configuration) -> float:
     """own_q(k): the op's outputs no op keeps for backward, per device of the configuration."""
     graph = model.graph
     op = graph.op(op_name)
-    gathered = model.op_cost(op_name, config).gathered_bytes if config.state == "sharded" else 0.0
+    gathered = model.op_cost(op_name, config).weight_copies.forward_bytes
     if viewed_input(graph, op) is not None:
         return gathered
     layout = model.layouts.output_layout(op_name, config)

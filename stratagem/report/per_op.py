@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from stratagem.cost import CostModel
+from stratagem.report.replay import model_of
 from stratagem.plan import Plan
 
 PHASES = ("move", "forward", "backward", "sync")
@@ -44,7 +44,7 @@ class OpRow:
 
 
 def predicted_by_op(plan: Plan) -> dict[str, dict[str, float]]:
-    model = CostModel(plan.graph, plan.cluster, optimizer=plan.optimizer, num_devices=plan.num_devices)
+    model = model_of(plan)
     found = {op.name: dict.fromkeys(PHASES, 0.0) for op in plan.graph.ops}
     for op in plan.graph.ops:
         cost = model.op_cost(op.name, plan.strategy[op.name])

@@ -14,7 +14,7 @@ from stratagem.report.units import format_bytes, format_seconds
 def plan_lines(plan: Plan, memory_cap_bytes: float | None = None, fits: bool = True) -> list[str]:
     d = plan.details
     lines = [f"plan: {plan.model or plan.graph.name} on {plan.cluster}, {plan.num_devices} devices, "
-             f"{plan.algorithm} ({len(plan.graph.ops)} ops)",
+             f"{plan.algorithm} ({len(plan.graph.ops)} ops, {plan.precision})",
              f"  iteration time   {format_seconds(plan.iteration_time_s):>10}  simulated   "
              f"{format_seconds(plan.additive_time_s):>10}  additive (TensorOpt Eq. 3)",
              f"  peak memory      {format_bytes(plan.peak_memory_bytes):>10}  simulated   "
@@ -25,7 +25,7 @@ def plan_lines(plan: Plan, memory_cap_bytes: float | None = None, fits: bool = T
                      f"({format_bytes(d.get('communication_bytes', float('nan')))} moved)")
     if "memory_by_kind" in d:
         kinds = d["memory_by_kind"]
-        lines.append(f"  memory by kind   " + ", ".join(f"{kind.replace('_', ' ')} {format_bytes(kinds[kind])}"
+        lines.append("  memory by kind   " + ", ".join(f"{kind.replace('_', ' ')} {format_bytes(kinds[kind])}"
                                                        for kind in MEMORY_KINDS if kind in kinds)
                      + f" (device {kinds.get('device', 0)}, additive)")
     if d.get("weight_states"):

@@ -39,6 +39,13 @@ class PlanRequest:
     algorithm: str = "ft"
     options: Mapping[str, Any] = field(default_factory=dict)   # the algorithm's options by name
     batch_size: int | None = None
+    precision: str = "fp32"                    # ir.precision.PRECISIONS (the CLI: the zoo model's)
+
+
+def zoo_precision(model: str) -> str:
+    """The precision a zoo model's users train it in (zoo.info; imports torch)."""
+    from stratagem import zoo
+    return zoo.info(model).precision
 
 
 def build_graph(model: str, batch_size: int | None = None) -> Graph:
@@ -68,7 +75,7 @@ def check_cluster(name: str, devices: int | None) -> Cluster:
 
 def planning_context(graph: Graph, request: PlanRequest, devices: int | None) -> PlanningContext:
     cluster = check_cluster(request.cluster, devices)
-    ctx = context(graph, cluster, devices, memory_cap_bytes=request.memory_cap_bytes)
+    ctx = context(graph, cluster, devices, memory_cap_bytes=request.memory_cap_bytes, precision=request.precision)
     return replace(ctx, cluster_name=cluster_reference(request.cluster))
 
 
@@ -98,9 +105,11 @@ def _contexts(graph: Graph, request: PlanRequest, track: Track) -> Iterable[Plan
 
 
 def frontier_with_context(graph: Graph, cluster_name: str, devices: int | None,
-                          memory_cap_bytes: float | None = None) -> tuple[Frontier, PlanningContext]:
+                          memory_cap_bytes: float | None = None, precision: str = "fp32"
+                          ) -> tuple[Frontier, PlanningContext]:
     """(frontier by FT, the planning context that priced it)."""
-    ctx = planning_context(graph, PlanRequest("", cluster_name, devices, memory_cap_bytes=memory_cap_bytes), devices)
+    request = PlanRequest("", cluster_name, devices, memory_cap_bytes=memory_cap_bytes, precision=precision)
+    ctx = planning_context(graph, request, devices)
     return frontier(ctx), ctx
 
 

@@ -14,7 +14,7 @@ from stratagem.sim.builder import Simulation
 def model_of(plan: Plan, cluster: str | None = None):
     """The cost model the plan was priced with (or the same plan on another cluster)."""
     name = cluster or plan.cluster
-    return context(plan.graph, name, plan.num_devices, plan.optimizer).model
+    return context(plan.graph, name, plan.num_devices, plan.optimizer, precision=plan.precision).model
 
 
 def replay(plan: Plan, cluster: str | None = None):

@@ -22,6 +22,12 @@ over the data-parallel axes: reading it is an all-gather (runtime.move), whose b
 reduce-scatter of its gradient into the stored layout, so the optimizer steps shards and keeps
 sharded state. Under "sharded" the kernel's saved copy is dropped and gathered again in backward
 (runtime.regather); under "sharded_kept" autograd keeps it until backward.
+
+Mixed precision (a plan whose graph computes in bf16 while the module's weights are float32, the
+plan's `precision` "bf16-mixed"): parameters stay float32 DTensors, the master weights any
+torch.optim optimizer steps; an op reads a weight cast to the graph's dtype, cast before it is
+gathered (so gathers and their reduce-scatters move bf16, as FSDP2's MixedPrecisionPolicy), and
+autograd casts its gradient back to float32. Floating-point inputs are cast to the graph's dtype.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from torch.distributed.tensor import DTensor, distribute_tensor
 
 from stratagem.space.tensor_layout import TensorLayout
 from stratagem.frontend.precision import cast_floating, recorded_constant, torch_dtype
-from stratagem.ir import Role, weight_owner
+from stratagem.ir import Role, has_master_weights, weight_owner
 from stratagem.plan import Plan
 from stratagem.runtime.errors import ExecutionError
 from stratagem.runtime.localops import run_local
@@ -118,7 +124,7 @@ class PlanModule(nn.Module):
         values: dict[str, DTensor] = dict(self._buffers_dt)
         values.update(self.named_plan_parameters())
         for name, x in zip(graph.inputs, inputs):
-            values[name] = self._distribute(x.to(self.device), self.schedule.sources[name])
+            values[name] = self._distribute(self._cast(name, x.to(self.device)), self.schedule.sources[name])
         moved: dict[tuple[str, TensorLayout], DTensor] = {}
         for i, step in enumerate(self.schedule.steps):
             if self.timer is None:
@@ -159,7 +165,7 @@ class PlanModule(nn.Module):
     def _read(self, values, moved, tensor: str, lay: TensorLayout) -> DTensor:
         key = (tensor, lay)
         if key not in moved:
-            moved[key] = move(values[tensor], self.schedule.sources[tensor], lay, self.meshes)
+            moved[key] = move(self._cast(tensor, values[tensor]), self.schedule.sources[tensor], lay, self.meshes)
         return moved[key]
 
     def _run(self, step: OpStep, args: list[DTensor]) -> list[DTensor]:
@@ -193,7 +199,7 @@ class PlanModule(nn.Module):
         """The local block of weight input `position`, gathered again from its shards (backward)."""
         name = step.op.inputs[position]
         with torch.no_grad():
-            param = self.get_parameter(name).detach()
+            param = self._cast(name, self.get_parameter(name).detach())
             return move(param, step.stored[position], step.inputs[position], self.meshes).to_local()
 
     def _cast(self, tensor: str, value: torch.Tensor) -> torch.Tensor:
@@ -322,18 +328,20 @@ def parallelize(module: nn.Module, plan: Plan, device: torch.device | str | None
     """The module, run as `plan` says, on this torchrun rank (TensorOpt's Listing 1). Several plans
     run in one world can share `meshes` (MeshBook), so their process groups are created once. A
     module whose parameters are in another floating dtype than the plan's graph (float64 for a
-    check) runs in that dtype."""
+    check) runs in that dtype, but for float32 weights under a mixed-precision plan: the masters."""
     from stratagem.runtime.runnable import require_runnable
     require_runnable(plan)
     weights = module_weights(module, plan.graph)
     return PlanModule(plan, weights, torch.device(device) if device else None, meshes,
-                      _floating_dtype(weights, plan.graph))
+                      _floating_dtype(weights, plan))
 
 
-def _floating_dtype(weights: Mapping[str, torch.Tensor], graph) -> torch.dtype | None:
-    """The module's floating-point dtype where it differs from the graph's (None: the same)."""
+def _floating_dtype(weights: Mapping[str, torch.Tensor], plan: Plan) -> torch.dtype | None:
+    """The module's floating-point dtype where it differs from the graph's (None: the same, or
+    float32 master weights of a mixed-precision plan)."""
     for name, value in weights.items():
-        spec = graph.tensors.get(name)
+        spec = plan.graph.tensors.get(name)
         if spec is not None and value.is_floating_point() and str(value.dtype) != f"torch.{spec.dtype}":
-            return value.dtype
+            mixed = has_master_weights(plan.precision) and value.dtype == torch.float32
+            return None if mixed else value.dtype
     return None

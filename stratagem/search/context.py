@@ -19,7 +19,7 @@ from stratagem import values
 from stratagem.cluster import Cluster, load
 from stratagem.cost import CostModel
 from stratagem.errors import ConfigError, StratagemError
-from stratagem.ir import Graph
+from stratagem.ir import Graph, has_master_weights, with_precision
 from stratagem.plan import Plan
 from stratagem.search.agreement import memory_gap_note
 from stratagem.search.space import additive_cost
@@ -47,6 +47,7 @@ class PlanningContext:
     optimizer: str
     memory_cap_bytes: float            # per device: what a plan must fit in
     zoo_name: str = ""
+    precision: str = "fp32"            # ir.precision.PRECISIONS
 
     @property
     def num_devices(self) -> int:
@@ -54,14 +55,18 @@ class PlanningContext:
 
 
 def context(graph: Graph, cluster: Cluster | str, devices: int | None = None, optimizer: str = "adam",
-            memory_cap_bytes: float | str | None = None, model_options: Mapping[str, Any] | None = None
-            ) -> PlanningContext:
+            memory_cap_bytes: float | str | None = None, model_options: Mapping[str, Any] | None = None,
+            precision: str = "fp32") -> PlanningContext:
+    """What every search plans with: the graph as `precision` computes it (ir.precision), its cost
+    model on the cluster, the memory cap."""
     check_graph(graph)
+    graph = with_precision(graph, precision)
     loaded = cluster if isinstance(cluster, Cluster) else load(cluster)
-    model = CostModel(graph, loaded, optimizer=optimizer, num_devices=devices, **dict(model_options or {}))
+    options = {"mixed_precision": has_master_weights(precision), **dict(model_options or {})}
+    model = CostModel(graph, loaded, optimizer=optimizer, num_devices=devices, **options)
     name = cluster if isinstance(cluster, str) else loaded.name
     cap = memory_cap(loaded, model.num_devices, memory_cap_bytes)
-    return PlanningContext(graph, loaded, name, model, optimizer, cap, graph.meta.get("zoo", ""))
+    return PlanningContext(graph, loaded, name, model, optimizer, cap, graph.meta.get("zoo", ""), precision)
 
 
 def check_graph(graph: Any) -> None:
@@ -111,7 +116,7 @@ def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algor
         details["weight_states"] = dict(states)
     plan = Plan(ctx.graph, ctx.cluster_name, ctx.num_devices, chosen, additive_time_s=time,
                 additive_memory_bytes=mem, algorithm=algorithm, optimizer=ctx.optimizer,
-                model=ctx.zoo_name, details=details)
+                model=ctx.zoo_name, details=details, precision=ctx.precision)
     return plan.with_simulation(result)
 
 

@@ -24,10 +24,11 @@ from stratagem.space import SpaceOptions
 
 def frontier(graph: Graph, cluster: Cluster | str, devices: int | None = None, optimizer: str = "adam",
              space: SpaceOptions = FT_SPACE, options: FTOptions = PLANNER_FT, runnable: bool = True,
-             state_sharding: bool = False) -> Frontier:
+             state_sharding: bool = False, precision: str = "fp32") -> Frontier:
     """The (peak memory, iteration time) frontier by Frontier Tracking (TensorOpt §3);
-    `state_sharding`: weights held sharded (ZeRO-3 / FSDP) are choices on it too."""
-    return ft_search.frontier(context(graph, cluster, devices, optimizer),
+    `state_sharding`: weights held sharded (ZeRO-3 / FSDP) are choices on it too; `precision`:
+    fp32 or bf16-mixed (ir.precision)."""
+    return ft_search.frontier(context(graph, cluster, devices, optimizer, precision=precision),
                               FTSearchOptions(space, options, runnable, state_sharding))
 
 
@@ -35,7 +36,7 @@ def find_strategy(graph: Graph, cluster: Cluster | str, mode: str = "mini_time",
                   memory_cap_bytes: float | str | None = None, devices: int | None = None,
                   optimizer: str = "adam", device_range: tuple[int, int] | None = None,
                   space: SpaceOptions = FT_SPACE, options: FTOptions = PLANNER_FT, runnable: bool = True,
-                  state_sharding: bool = False):
+                  state_sharding: bool = False, precision: str = "fp32"):
     """mini_time: least time under the cap on `devices`; mini_parallelism: fewest devices that
     fit; profiling: {device count: least-time plan or None} over `device_range`. Where no plan
     fits, each mode searches again with weights held sharded as a choice (`state_sharding`
@@ -43,10 +44,10 @@ def find_strategy(graph: Graph, cluster: Cluster | str, mode: str = "mini_time",
     mode = values.one_of(mode.replace("-", "_") if isinstance(mode, str) else mode, "mode", modes.MODES)
     ft_options = FTSearchOptions(space, options, runnable, state_sharding)
     if mode == "mini_time":
-        ctx = context(graph, cluster, devices, optimizer, memory_cap_bytes)
+        ctx = context(graph, cluster, devices, optimizer, memory_cap_bytes, precision=precision)
         return modes.least_time_ft(ctx, ft_options)
     loaded = cluster if isinstance(cluster, Cluster) else load(cluster)
-    contexts = (context(graph, cluster, n, optimizer, memory_cap_bytes)
+    contexts = (context(graph, cluster, n, optimizer, memory_cap_bytes, precision=precision)
                 for n in modes.device_counts(loaded, *_device_range(loaded, device_range, devices)))
     if mode == "profiling":
         return {n: plan if fits else None for n, (plan, fits) in modes.by_device_count(contexts, "ft", ft_options).items()}
@@ -73,13 +74,14 @@ def _device_range(cluster: Cluster, device_range: tuple[int, int] | None, device
 
 def search(graph: Graph, cluster: Cluster | str, algorithm: str = "ft", devices: int | None = None,
            optimizer: str = "adam", memory_cap_bytes: float | str | None = None, options: Any = None,
-           **given: Any) -> Plan:
+           precision: str = "fp32", **given: Any) -> Plan:
     """One plan by `algorithm` (search.registry), its options as an options instance or by name:
     search(g, c, "mcmc", budget_s=30). The searches keep to configurations the runtime executes
     unless given runnable=False; the baselines are the papers' strategies (`stratagem run`
     refuses, before launch, one that cannot run)."""
     chosen = registry.make_options(algorithm, options if options is not None else given)
-    return registry.run(context(graph, cluster, devices, optimizer, memory_cap_bytes), algorithm, chosen)
+    return registry.run(context(graph, cluster, devices, optimizer, memory_cap_bytes, precision=precision),
+                        algorithm, chosen)
 
 
 __all__ = ["find_strategy", "frontier", "search"]

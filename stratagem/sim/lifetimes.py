@@ -2,8 +2,9 @@
 (the peak over the timeline is `sim.memory.peak_memory`).
 
   - weights, gradients and optimizer state are resident (their shards, when held sharded);
-  - a weight gathered for an op's forward lives from its first gather until F(o, d), and again
-    from its backward gather until B(o, d) ("sharded"), or until B(o, d) ("sharded_kept");
+  - an op's copy of its weight (gathered from shards, or cast to the compute dtype) lives from its
+    first gather (or F(o, d)) until F(o, d), or until B(o, d) when kept for backward; a
+    re-gathered one again from its backward gather until B(o, d);
   - each output shard lives from F(p, d) until its last use on d: its forward readers, and the
     backward of p or of a consumer reading the same buffer if they keep it for backward
     (`state.saved`, the op record's `saves` or what capture recorded);
@@ -40,17 +41,26 @@ def op_buffers(state: SimState, name: str) -> BufferSet:
     for i, d in enumerate(config.devices):
         if resident:
             buffers.append(Buffer(d, resident, None))
-        if tasks["G"]:
-            kept = config.state == "sharded_kept"
-            buffers.append(Buffer(d, cost.gathered_bytes, tasks["G"][0], (tasks["B" if kept else "F"][i],)))
-            if tasks["BG"]:
-                buffers.append(Buffer(d, cost.gathered_bytes, tasks["BG"][0], (tasks["B"][i],)))
+        buffers.extend(_weight_copy_buffers(cost.weight_copies, tasks, i, d))
         for t in () if aliased else op.outputs:
             spec = state.graph.tensors[t]
             size = layout.local_num_elements(spec.shape) * dtype_bytes(spec.dtype)
             users = _output_users(state, name, i, d, t)
             buffers.append(Buffer(d, size, tasks["F"][i], tuple(users) or (tasks["F"][i],)))
     return BufferSet.of(buffers)
+
+
+def _weight_copy_buffers(copies, tasks, i: int, d: int) -> list[Buffer]:
+    """The op's copies of its weights (cost.costs.WeightCopies) on its i-th device d: from its
+    first gather (else its forward) until its forward ends, or its backward; a re-gathered one
+    again from its backward gather until its backward ends."""
+    start = tasks["G"][0] if tasks["G"] else tasks["F"][i]
+    found = [Buffer(d, num_bytes, start, (tasks[until][i],))
+             for num_bytes, until in ((copies.freed_bytes + copies.regathered_bytes, "F"), (copies.kept_bytes, "B"))
+             if num_bytes]
+    if copies.regathered_bytes and tasks["BG"]:
+        found.append(Buffer(d, copies.regathered_bytes, tasks["BG"][0], (tasks["B"][i],)))
+    return found
 
 
 def edge_buffers(state: SimState, k: int) -> BufferSet:

@@ -34,16 +34,24 @@ def test_data_parallel_mlp_with_adam_matches_hand_computation(checked):
 
 
 def test_optimizers_and_mixed_precision(checked):
+    """A bf16 graph: pure bf16 holds weight, gradient and states in bf16; mixed precision holds the
+    weight in float32 (the master), its gradient and states too, and the linear keeps the bf16
+    copy it computed with for backward (dX = dY W)."""
     graph = checked(mlp(B, D, H, dtype="bfloat16"))
     dp = Configuration.of(b=P)
     elements = H * D
     expected = {("sgd", False): 0, ("momentum", False): 2 * elements, ("adam", False): 4 * elements,
-                ("adam", True): (8 + 4) * elements, ("sgd", True): 4 * elements}
+                ("adam", True): 8 * elements, ("sgd", True): 0}
+    saved_x = (B // P) * D * 2
     for (name, mixed), optimizer_bytes in expected.items():
         model = CostModel(graph, "v100-2x8", optimizer=name, num_devices=P, mixed_precision=mixed)
-        memory = model.op_cost("fc1", dp).memory
-        assert memory.optimizer_bytes == optimizer_bytes
-        assert memory.parameter_bytes == memory.gradient_bytes == 2 * elements
+        cost = model.op_cost("fc1", dp)
+        assert cost.memory.optimizer_bytes == optimizer_bytes
+        held = 4 if mixed else 2
+        assert cost.memory.parameter_bytes == cost.memory.gradient_bytes == held * elements
+        assert cost.memory.activation_bytes == saved_x + (2 * elements if mixed else 0)
+        assert [s.num_bytes for s in cost.sync] == [held * elements]          # the held gradient's all-reduce
+        assert cost.weight_copies.kept_bytes == (2 * elements if mixed else 0)
 
 
 def test_model_parallel_shards_parameters_and_optimizer(checked):

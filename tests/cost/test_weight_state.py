@@ -42,10 +42,11 @@ def test_sharded_state_divides_weight_gradient_and_optimizer_state_and_gathers_b
         assert cost.memory.optimizer_bytes == 2 * weight_bytes / 4
         assert [(s.kind, s.num_bytes, s.groups) for s in cost.gather] == [("all_gather", weight_bytes, ((0, 1, 2, 3),))]
         assert [(s.kind, s.num_bytes) for s in cost.sync] == [("reduce_scatter", weight_bytes)]
-        assert cost.gathered_bytes == weight_bytes
         assert cost.update_time_s < whole.update_time_s
     assert [s.kind for s in whole.sync] == ["all_reduce"] and not whole.gather
     assert sharded.regather and not kept.regather
+    assert (sharded.weight_copies.regathered_bytes, sharded.weight_copies.kept_bytes) == (weight_bytes, 0)
+    assert (kept.weight_copies.regathered_bytes, kept.weight_copies.kept_bytes) == (0, weight_bytes)
     assert sharded.gather_time_s == 2 * kept.gather_time_s
     assert kept.memory.activation_bytes == sharded.memory.activation_bytes + weight_bytes   # kept until backward
     assert sharded.time_s == pytest.approx(sharded.compute_time_s + sharded.sync_time_s + 2 * sharded.gather[0].time_s)

@@ -56,7 +56,7 @@ def info(name: str) -> ModelInfo:
     entry, tiny = resolve(name)
     chosen = entry.tiny if tiny else entry.full
     return ModelInfo(name, chosen.batch_size, entry.source, None if tiny else entry.published,
-                     entry.notes, tiny, entry.requires)
+                     entry.notes, tiny, entry.requires, "fp32" if tiny else entry.precision)
 
 
 def module(name: str, device: str | torch.device = "meta", *, batch_size: int | None = None,

@@ -12,6 +12,7 @@ one optimizer history buffer, Tofu §7.1): the published counts below are derive
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 from types import MappingProxyType
 
@@ -183,10 +184,16 @@ def _gpt(name: str, cfg: GPTConfig, published: Published | None, source: str, ti
                     f"batch of 8 sequences (a micro-batch: the source papers' global batches are 0.5M-4M tokens)")
 
 
+def bf16_mixed(entry: ZooEntry) -> ZooEntry:
+    """A decoder of a billion parameters or more: its users train it in bf16 mixed precision
+    (LLaMA 2, TinyLlama; GPT-3 in fp16 mixed), so it is planned so unless told otherwise."""
+    return replace(entry, precision="bf16-mixed")
+
+
 def gpt() -> list[ZooEntry]:
     gpt3 = "GPT-3 (Brown et al. 2020) Table 2.1 size, LLaMA-style blocks, tied embeddings"
     llama2 = "LLaMA 2 (Touvron et al. 2023)"
-    return [
+    entries = [
         _gpt("gpt-tiny", GPTConfig(8192, 256, 4, 4, 4, llama_ffn_dim(256), 256), None,
              "a small LLaMA-style decoder for quick runs", 4),
         _gpt("gpt-125m", GPTConfig(50257, 768, 12, 12, 12, llama_ffn_dim(768), 2048, True),
@@ -200,6 +207,7 @@ def gpt() -> list[ZooEntry]:
         _gpt("gpt-70b", GPTConfig(32000, 8192, 80, 64, 8, llama_ffn_dim(8192, 1.3, 4096), 4096),
              Published(68_976_648_192, "LLaMA-2-70B"), f"{llama2} 70B configuration (grouped-query attention)", 2),
     ]
+    return [bf16_mixed(e) if e.name in ("gpt-1.3b", "gpt-7b", "gpt-13b", "gpt-70b") else e for e in entries]
 
 
 # ---- small models for runtime checks -----------------------------------------------------------
@@ -242,10 +250,11 @@ def huggingface() -> list[ZooEntry]:
         _hf("hf:bert-base-uncased", "BertForMaskedLM", "BertConfig", {}, bert_tiny, 256, 128,
             Published(109_482_240, "Hugging Face bert-base-uncased BertModel (109.48M)"),
             "BERT-base, masked-LM loss (no pooler; adds the MLM transform and decoder bias)"),
-        _hf("hf:llama", "LlamaForCausalLM", "LlamaConfig", tinyllama, llama_tiny, 8, 2048,
-            Published(1_100_048_384, "TinyLlama-1.1B (Zhang et al. 2024)"), "a small LLaMA: TinyLlama-1.1B's config"),
-        _hf("hf:llama-7b", "LlamaForCausalLM", "LlamaConfig", {}, llama_tiny, 8, 4096,
-            Published(6_738_415_616, "LLaMA-2-7B"), "LLaMA 7B shape (LlamaConfig defaults)"),
+        bf16_mixed(_hf("hf:llama", "LlamaForCausalLM", "LlamaConfig", tinyllama, llama_tiny, 8, 2048,
+                       Published(1_100_048_384, "TinyLlama-1.1B (Zhang et al. 2024)"),
+                       "a small LLaMA: TinyLlama-1.1B's config")),
+        bf16_mixed(_hf("hf:llama-7b", "LlamaForCausalLM", "LlamaConfig", {}, llama_tiny, 8, 4096,
+                       Published(6_738_415_616, "LLaMA-2-7B"), "LLaMA 7B shape (LlamaConfig defaults)")),
         _hf("hf:t5-small", "T5ForConditionalGeneration", "T5Config", t5, t5_tiny, 128, 512,
             Published(60_506_624, "Hugging Face t5-small (60.51M)"), "T5-small (Raffel et al. 2020), 128 x 512 tokens"),
     ]

@@ -41,6 +41,7 @@ class ZooEntry:
     published: Published | None = None
     notes: str = ""                    # architecture choices the papers leave open
     requires: str = ""                 # an optional package the builder imports
+    precision: str = "fp32"            # how its users train it (ir.precision); the tiny variant: fp32
 
 
 @dataclass(frozen=True)
@@ -54,3 +55,4 @@ class ModelInfo:
     notes: str
     tiny: bool
     requires: str
+    precision: str = "fp32"
