@@ -23,6 +23,10 @@ def plan_lines(plan: Plan, memory_cap_bytes: float | None = None, fits: bool = T
         lines.append(f"  compute          {format_seconds(d['compute_time_s']):>10}  busiest device; "
                      f"communication {format_seconds(d.get('communication_time_s', float('nan')))} "
                      f"({format_bytes(d.get('communication_bytes', float('nan')))} moved)")
+    if d.get("throughput"):
+        rate = d["throughput"]
+        mfu = "" if rate.get("mfu") is None else f", MFU {100 * rate['mfu']:.1f} % (model FLOPs: 3x forward)"
+        lines.append(f"  throughput       {rate['per_s']:,.0f} {rate['unit']}/s{mfu}")
     if "memory_by_kind" in d:
         kinds = d["memory_by_kind"]
         lines.append("  memory by kind   " + ", ".join(f"{kind.replace('_', ' ')} {format_bytes(kinds[kind])}"

@@ -18,6 +18,7 @@ from typing import Any
 from stratagem import values
 from stratagem.cluster import Cluster, load
 from stratagem.cost import CostModel
+from stratagem.cost.throughput import throughput
 from stratagem.errors import ConfigError, StratagemError
 from stratagem.ir import Graph, has_master_weights, with_precision
 from stratagem.plan import Plan
@@ -111,6 +112,8 @@ def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algor
     if gap:
         details["memory_gap"] = gap
     details["memory_by_kind"] = memory_by_kind(ctx.model, chosen)
+    rate = throughput(ctx.model, result.iteration_time_s)
+    details["throughput"] = {"per_s": rate.items_per_s, "unit": rate.unit, "mfu": rate.mfu}
     states = Counter(c.state for c in chosen.values() if c.sharded_state)
     if states:
         details["weight_states"] = dict(states)
