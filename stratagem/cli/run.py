@@ -45,6 +45,8 @@ def add_run_arguments(parser: argparse.ArgumentParser, steps: int) -> None:
     parser.add_argument("--nproc", type=int, default=None, help="processes (default: the plan's devices)")
     parser.add_argument("--lr", type=float, default=1e-3, help="learning rate of the plan's optimizer")
     parser.add_argument("--seed", type=int, default=0, help="seed of the weights and the batches")
+    parser.add_argument("--clip-grad-norm", type=float, default=None, metavar="NORM",
+                        help="clip gradients to this global L2 norm before each step (across shards)")
     parser.add_argument("--timeout", type=float, default=300.0,
                         help="seconds before a hung collective or run is stopped")
     parser.add_argument("--relaunch", type=int, default=0, metavar="N",
@@ -64,6 +66,7 @@ def run_options(args: argparse.Namespace, check: bool):
         if value is not None:
             passed.append(f"{flag}={value}")
     return RunOptions(steps=args.steps, warmup=args.warmup, check=check, lr=args.lr, seed=args.seed,
+                      max_grad_norm=getattr(args, "clip_grad_norm", None),
                       nproc=args.nproc, timeout_s=args.timeout, torchrun_args=tuple(passed),
                       relaunches=args.relaunch, dtype=args.dtype,
                       checkpoint_dir=getattr(args, "checkpoint_dir", None), resume=getattr(args, "resume", None))

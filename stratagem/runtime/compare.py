@@ -13,7 +13,10 @@ roundoff and S = steps(graph) the rounding steps of one forward (stratagem.tdl.r
     per step, an update differs by at most lr * sens * grad_atol, sens = d update / d g:
         SGD 1, momentum 0.9: 1 / (1 - 0.9), Adam/AdamW: 1 / eps_adam (|d (g / (|g| + eps)) / dg| <= 1 / eps,
         which is what keeps a rounding-level gradient, a true zero, from becoming a +-lr step)
-    param_atol(k) = k lr sens grad_atol                        after k steps (first order)
+    param_atol(k) = k lr sens grad_atol c                      after k steps (first order); c = 2 with
+                                 gradient clipping (the clip scale min(1, m / |g|) carries the norm's
+                                 relative error, at most eps_step, adding at most |g_i| eps_step <=
+                                 grad_atol to each element), else 1
     loss_rtol(k)  = eps_step + L1 param_atol(k) / |loss_k|     L1: the largest sum of |g|
 
 The gradients are compared before any optimizer sees them, so a gradient off by a factor (which
@@ -46,15 +49,17 @@ class Tolerance:
         return self.step_rtol + gradient_l1 * self.param_atol_per_step * step / max(abs(loss), 1e-300)
 
 
-def tolerance(graph: Graph, dtype: str, optimizer: str, lr: float, max_gradient: float) -> Tolerance:
+def tolerance(graph: Graph, dtype: str, optimizer: str, lr: float, max_gradient: float,
+              clipped: bool = False) -> Tolerance:
     step_rtol = 2 * unit_roundoff(dtype) * BACKWARD_FACTOR * rounding_steps(graph)
     grad_atol = step_rtol * max_gradient
-    return Tolerance(step_rtol, grad_atol, lr * SENSITIVITY[optimizer] * grad_atol)
+    return Tolerance(step_rtol, grad_atol, lr * SENSITIVITY[optimizer] * grad_atol * (2 if clipped else 1))
 
 
 def reference_tolerance(graph: Graph, reference: Reference) -> Tolerance:
     spec = reference.spec
-    return tolerance(graph, spec.dtype, spec.optimizer, spec.lr, reference.max_gradient)
+    return tolerance(graph, spec.dtype, spec.optimizer, spec.lr, reference.max_gradient,
+                     spec.max_grad_norm is not None)
 
 
 @dataclass(frozen=True)

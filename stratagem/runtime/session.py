@@ -54,6 +54,7 @@ class RunOptions:
     checkpoint_dir: str | None = None   # save model, optimizer and step here after the last step
     resume: str | None = None           # a checkpoint to start from (its step, weights, optimizer state)
     op_time_steps: int = 0              # steps more, after the timed ones, with per-op timing (runtime.op_timing)
+    max_grad_norm: float | None = None  # clip gradients to this global L2 norm before each step
 
     def __post_init__(self) -> None:
         dtype = self.dtype or ("float64" if self.check else "float32")
@@ -68,6 +69,8 @@ class RunOptions:
         values.positive(self.timeout_s, "timeout (seconds)")
         values.integer(self.relaunches, "relaunches", minimum=0)
         values.integer(self.op_time_steps, "steps with per-op timing", minimum=0)
+        if self.max_grad_norm is not None:
+            values.positive(self.max_grad_norm, "gradient norm to clip to")
         if self.resume and self.check:
             raise ConfigError("--check compares with a run from step 0", expected="--check or --resume",
                               got="both", hint="Check a plan on a fresh run, then resume without --check")
@@ -82,6 +85,7 @@ def run_plans(paths: Sequence[str | Path], options: RunOptions) -> list[dict[str
         plan.save(out / f"plan{i}.plan.json")
     tasks = [{"name": f"plan{i}", "plan": str((out / f"plan{i}.plan.json").resolve()), "steps": options.steps,
               "warmup": options.warmup, "lr": options.lr, "seed": options.seed, "save_params": options.check,
+              "max_grad_norm": options.max_grad_norm,
               "dtype": options.dtype, "op_time_steps": options.op_time_steps, **_checkpointing(options)}
              for i, p in enumerate(paths)]
     result = launch(tasks, LaunchOptions(nproc, options.timeout_s, options.torchrun_args, options.env,
@@ -152,7 +156,8 @@ def check(plan: Plan, losses: list[float], params_path: Path, options: RunOption
 
     from stratagem.runtime.compare import compare
     from stratagem.runtime.training import reference_run, training_spec
-    reference = reference_run(training_spec(plan, options.lr, options.seed, options.dtype), len(losses))
+    spec = training_spec(plan, options.lr, options.seed, options.dtype, options.max_grad_norm)
+    reference = reference_run(spec, len(losses))
     saved = {kind: params_path.with_name(params_path.name.replace(".params.", f".{kind}."))
              for kind in ("params", "gradients", "buffers")}
     loaded = {kind: torch.load(path) if path.exists() else None for kind, path in saved.items()}

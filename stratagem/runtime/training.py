@@ -34,6 +34,7 @@ class TrainingSpec:
     lr: float = 1e-3
     seed: int = 0
     dtype: str = "float32"
+    max_grad_norm: float | None = None     # clip gradients to this global L2 norm before each step
 
     @property
     def floating(self) -> torch.dtype | None:
@@ -41,7 +42,8 @@ class TrainingSpec:
         return None if self.dtype == "float32" else getattr(torch, self.dtype)
 
 
-def training_spec(plan: Plan, lr: float = 1e-3, seed: int = 0, dtype: str = "float32") -> TrainingSpec:
+def training_spec(plan: Plan, lr: float = 1e-3, seed: int = 0, dtype: str = "float32",
+                  max_grad_norm: float | None = None) -> TrainingSpec:
     from stratagem.frontend import zoo
     name = plan.model or plan.graph.name
     try:
@@ -52,7 +54,7 @@ def training_spec(plan: Plan, lr: float = 1e-3, seed: int = 0, dtype: str = "flo
                                   "stratagem.parallelize(module, plan) in a torchrun script") from None
     if dtype not in DTYPES:
         raise ExecutionError("unknown training dtype", expected=" | ".join(DTYPES), got=repr(dtype))
-    return TrainingSpec(name, graph_batch_size(plan.graph, name), plan.optimizer, lr, seed, dtype)
+    return TrainingSpec(name, graph_batch_size(plan.graph, name), plan.optimizer, lr, seed, dtype, max_grad_norm)
 
 
 def graph_batch_size(graph: Graph, name: str) -> int:
@@ -77,8 +79,23 @@ def batch(spec: TrainingSpec, step: int) -> tuple[Any, ...]:
                          spec.floating)
 
 
-def make_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: float) -> torch.optim.Optimizer:
+def make_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: float,
+                   max_grad_norm: float | None = None) -> torch.optim.Optimizer:
+    """The plan's optimizer; with `max_grad_norm`, gradients are clipped to that global norm
+    before each step (a step pre-hook: `clip_grad_norm`)."""
     params = list(params)
+    optimizer = _optimizer(name, params, lr)
+    if max_grad_norm is not None:
+        optimizer.register_step_pre_hook(lambda *_: _clipped(params, max_grad_norm))
+    return optimizer
+
+
+def _clipped(params: list, max_grad_norm: float) -> None:
+    """A step pre-hook returns None (or new arguments)."""
+    clip_grad_norm(params, max_grad_norm)
+
+
+def _optimizer(name: str, params: list, lr: float) -> torch.optim.Optimizer:
     if name == "sgd":
         return torch.optim.SGD(params, lr=lr)
     if name == "momentum":
@@ -88,6 +105,24 @@ def make_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: float) -
     if name == "adamw":
         return torch.optim.AdamW(params, lr=lr, fused=True)
     raise ExecutionError("unknown optimizer", expected=" | ".join(OPTIMIZERS), got=repr(name))
+
+
+def clip_grad_norm(params: Iterable[torch.nn.Parameter], max_norm: float, eps: float = 1e-6) -> float:
+    """torch.nn.utils.clip_grad_norm_ over parameters that may be DTensors on different meshes
+    (sharded, replicated, on sub-meshes): the L2 norm of every gradient together, each gradient's
+    norm taken whole (DTensor reduces over its shards), then every gradient scaled by
+    min(1, max_norm / (norm + eps)). Returns the norm before clipping."""
+    grads = [p.grad for p in params if p.grad is not None]
+    squares = 0.0
+    for grad in grads:
+        norm = torch.linalg.vector_norm(grad.detach(), dtype=torch.float64)
+        squares += float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm) ** 2
+    total = squares ** 0.5
+    scale = max_norm / (total + eps)
+    if scale < 1:
+        for grad in grads:
+            grad.detach().mul_(scale)
+    return total
 
 
 def train_step(model, optimizer, inputs, on_gradients=None) -> float:
@@ -123,7 +158,7 @@ class Reference:
 def reference_run(spec: TrainingSpec, steps: int) -> Reference:
     """The plain module trained for `steps` in this process."""
     module = build_module(spec)
-    optimizer = make_optimizer(spec.optimizer, module.parameters(), spec.lr)
+    optimizer = make_optimizer(spec.optimizer, module.parameters(), spec.lr, spec.max_grad_norm)
     first: dict[str, torch.Tensor] = {}
     magnitudes: list[tuple[float, float]] = []
 

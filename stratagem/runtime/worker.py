@@ -81,10 +81,10 @@ def run_task(task: dict[str, Any], out: Path, where: dict[str, Any], meshes=None
 
     plan = Plan.load(task["plan"])
     spec = training_spec(plan, lr=task.get("lr", 1e-3), seed=task.get("seed", 0),
-                         dtype=task.get("dtype", "float32"))
+                         dtype=task.get("dtype", "float32"), max_grad_norm=task.get("max_grad_norm"))
     device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else None
     model = parallelize(build_module(spec), plan, device, meshes)
-    optimizer = make_optimizer(spec.optimizer, model.parameters(), spec.lr)
+    optimizer = make_optimizer(spec.optimizer, model.parameters(), spec.lr, spec.max_grad_norm)
     start = checkpoint.load(model, optimizer, task["load_checkpoint"]) if task.get("load_checkpoint") else 0
     losses, times, peak, gradients = [], [], None, {}
     keep = (lambda named: gradients.update(_whole_gradients(named))) if task.get("save_params") else None

@@ -3,8 +3,10 @@ hold their weights, gradients and optimizer state sharded over the data-parallel
 forward and gathered again for backward ("sharded") or kept until backward ("sharded_kept"), run on
 2 and 4 gloo ranks give the losses, first-step gradients and parameters (after 3 Adam steps) of a
 single-process run in float64, within the bounds of runtime.compare. The plans mix sharded state
-with operator splits (owt, tofu-like, mesh-tf on a 2x2 mesh) and come from FT's search of the space
-with sharded states. One torchrun launch per world size runs every plan."""
+with operator splits (owt, tofu-like on a 2x2 mesh). On 2 ranks gradients are also clipped to a
+global norm below theirs before each step (runtime.training.clip_grad_norm, across shards and
+meshes), one plan with SGD, whose update shows a wrong clip scale undamped (Adam's normalization
+would hide it). One torchrun launch per world size runs every plan."""
 
 from __future__ import annotations
 
@@ -24,16 +26,18 @@ pytestmark = pytest.mark.numerics
 CASES = {
     2: [("mlp-tiny", "data-parallel", "sharded"), ("mlp-tiny", "data-parallel", "sharded_kept"),
         ("transformer-tiny", "owt", "sharded"), ("gpt-tiny-tiny", "data-parallel", "sharded"),
-        ("lenet-tiny", "data-parallel", "sharded_kept"), ("rnnlm-2-tiny", "owt", "sharded")],
+        ("lenet-tiny", "data-parallel", "sharded_kept"), ("rnnlm-2-tiny", "owt", "sharded"),
+        ("transformer-tiny", "tofu-like", "sharded", "sgd")],
     4: [("lenet-tiny", "tofu-like", "sharded_kept"), ("transformer-tiny", "tofu-like", "sharded"),
         ("transformer-tiny", "owt", "sharded_kept"), ("gpt-tiny-tiny", "owt", "sharded"),
         ("lenet-tiny", "data-parallel", "sharded")],
 }
 STEPS = 3
+CLIP = {2: 0.05, 4: None}       # a global norm below the first steps' (tested below), or none
 
 
-def sharded_plan(model: str, algorithm: str, state: str, devices: int):
-    ctx = context(zoo.build(model, batch_size=BATCH), f"cpu-1x{devices}", devices)
+def sharded_plan(model: str, algorithm: str, state: str, devices: int, optimizer: str = "adam"):
+    ctx = context(zoo.build(model, batch_size=BATCH), f"cpu-1x{devices}", devices, optimizer)
     base = registry.run(ctx, algorithm, ARGS.get(algorithm, {}))
     strategy = with_sharded_state(ctx, dict(base.strategy), state)
     return make_plan(ctx, strategy, f"{algorithm}+{state}")
@@ -45,11 +49,12 @@ def reports(request, tmp_path_factory):
     directory = tmp_path_factory.mktemp(f"sharded{devices}")
     plans, paths = {}, []
     for case in CASES[devices]:
-        plan = sharded_plan(*case, devices)
+        plan = sharded_plan(*case[:3], devices, *case[3:])
         path = directory / ("-".join(case) + ".json")
         plan.save(path)
         plans[case], paths = plan, paths + [path]
-    found = run_plans(paths, RunOptions(steps=STEPS, check=True, timeout_s=120, out_dir=str(directory / "run")))
+    found = run_plans(paths, RunOptions(steps=STEPS, check=True, timeout_s=120, out_dir=str(directory / "run"),
+                                        max_grad_norm=CLIP[devices]))
     return devices, plans, dict(zip(CASES[devices], found))
 
 
@@ -62,6 +67,19 @@ def test_plans_with_sharded_weights_train_as_one_process_does(reports):
         assert report["check"]["max_param_diff"] is not None and report["check"]["max_grad_diff"] is not None
 
 
+def test_clipping_really_clips(reports):
+    """The clip norm is below every plan's first-step gradient norm (reference run), so each step
+    is scaled: the check above compares clipped training."""
+    from stratagem.runtime.training import reference_run, training_spec
+    devices, plans, _ = reports
+    if CLIP[devices] is None:
+        pytest.skip("no clipping at this rank count")
+    for plan in plans.values():
+        first = reference_run(training_spec(plan, dtype="float64"), 1).gradients
+        norm = sum(float(g.double().norm()) ** 2 for g in first.values()) ** 0.5
+        assert norm > 2 * CLIP[devices], (plan.model, norm)
+
+
 def test_the_plans_really_shard_weights(reports):
     """Guard against a vacuous check: every plan holds some weight sharded, and the sharded ones
     include ops split over two mesh axes at 4 ranks."""
@@ -69,6 +87,7 @@ def test_the_plans_really_shard_weights(reports):
     for case, plan in plans.items():
         states = {c.state for c in plan.strategy.values()}
         assert case[2] in states, case
+        assert plan.optimizer == (case[3] if len(case) > 3 else "adam")
     if devices == 4:
         assert any(len(c.mesh_shape) == 2 and c.sharded_state for plan in plans.values()
                    for c in plan.strategy.values())
