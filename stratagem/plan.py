@@ -22,6 +22,7 @@ from typing import Any
 
 from stratagem import values
 from stratagem.cost.oplayouts import OpLayouts
+from stratagem.cost.recompute import check_recompute
 from stratagem.cost.weight_state import check_state
 from stratagem.errors import ConfigError, StratagemError
 from stratagem.fields import Fields
@@ -29,7 +30,7 @@ from stratagem.files import atomic_write_json, parse_json, read_text
 from stratagem.ir import Graph, check_precision, graph_from_dict, graph_to_dict
 from stratagem.space import Configuration, Edge, Level, Strategy, as_strategy, check_strategy
 
-FORMAT_VERSION = 3      # 3: weight states and the training precision (2's plans: replicated, fp32)
+FORMAT_VERSION = 3      # 3: weight states, the training precision, recomputed blocks (2's: none, fp32)
 
 
 @dataclass(frozen=True)
@@ -47,10 +48,12 @@ class Plan:
     model: str = ""                                # zoo name when built from the zoo
     details: Mapping[str, Any] = field(default_factory=dict, repr=False)
     precision: str = "fp32"                        # ir.precision.PRECISIONS; `graph` computes in it
+    recompute: tuple[str, ...] = ()                # blocks recomputed in backward (cost.recompute)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "strategy", as_strategy(self.strategy))
         check_precision(self.precision)
+        object.__setattr__(self, "recompute", tuple(self.recompute))
 
     def with_simulation(self, result) -> "Plan":
         details = dict(self.details)
@@ -71,7 +74,7 @@ class Plan:
         out: dict[str, Any] = {
             "format_version": FORMAT_VERSION, "model": self.model or self.graph.name,
             "cluster": self.cluster, "num_devices": self.num_devices, "optimizer": self.optimizer,
-            "precision": self.precision, "algorithm": self.algorithm, "iteration_time_s": self.iteration_time_s,
+            "precision": self.precision, "recompute": list(self.recompute), "algorithm": self.algorithm, "iteration_time_s": self.iteration_time_s,
             "peak_memory_bytes": self.peak_memory_bytes, "additive_time_s": self.additive_time_s,
             "additive_memory_bytes": self.additive_memory_bytes,
             "strategy": strategy_to_dict(self.strategy), "details": dict(self.details),
@@ -91,7 +94,8 @@ class Plan:
                    _recorded(top, "peak_memory_bytes"), _recorded(top, "additive_time_s", NAN),
                    _recorded(top, "additive_memory_bytes", NAN), _string(top, "algorithm"),
                    top.text("optimizer", "adam"), _string(top, "model"),
-                   dict(top.sub("details").data) if top.has("details") else {}, _precision(top))
+                   dict(top.sub("details").data) if top.has("details") else {}, _precision(top),
+                   _recompute(top, graph))
 
     def save(self, path: str | Path) -> None:
         atomic_write_json(path, self.to_dict())
@@ -235,6 +239,16 @@ def _config(f: Fields, op: str, num_devices: int) -> Configuration:
         raise f.error(op, f"a configuration on devices 0..{num_devices - 1} (num_devices is {num_devices})",
                       str(config))
     return config
+
+
+def _recompute(f: Fields, graph: Graph) -> tuple[str, ...]:
+    names = f.raw("recompute", [])
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise f.error("recompute", "a list of block names (module-list elements, e.g. \"layers.0\")", names)
+    try:
+        return check_recompute(graph, names)
+    except StratagemError as error:
+        raise _in_field(f, "recompute", error) from None
 
 
 def _precision(f: Fields) -> str:

@@ -120,6 +120,8 @@ DECISIONS = {
                                                               "check_state"),
                              ("stratagem.cost.opcost", "stratagem.cost.model", "stratagem.search.space",
                               "stratagem.search.strategies", "stratagem.runtime.schedule", "stratagem.plan")),
+    "recomputation": ("stratagem.cost.recompute", ("blocks", "with_recompute", "check_recompute"),
+                      ("stratagem.cost.model", "stratagem.search.context", "stratagem.runtime.execute", "stratagem.plan")),
     "search registry": ("stratagem.search.registry", ("make_options",),
                         ("stratagem.search.planner", "stratagem.report.planning", "stratagem.search.modes")),
 }

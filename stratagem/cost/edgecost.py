@@ -69,6 +69,8 @@ def build_edge_cost(model, tensor: str, src_op: str | None, src_config: Configur
     default = reuse[0] if reuse else None
     moves = [r for r in forward + backward if r.steps]
     kept_copy = kept_weight_copy_bytes(model, tensor, src_op, dst_op, dst[0]) if forward[0].steps else 0.0
+    if dst_op in model.recomputed:      # the consumer's recomputation moves its input again in backward
+        backward = forward + backward
     return EdgeCost(tuple(s for r in forward for s in r.steps), tuple(s for r in backward for s in r.steps),
                     sum(r.time_s for r in forward), sum(r.time_s for r in backward),
                     (default.memory_delta_bytes if default else 0.0) + kept_copy,

@@ -29,6 +29,7 @@ from stratagem.cost.edgecost import build_edge_cost
 from stratagem.cost.memory import Optimizer, kept_tensors
 from stratagem.cost.opcost import OpWork, build_op_cost, op_work
 from stratagem.cost.oplayouts import OpLayouts
+from stratagem.cost.recompute import recomputed_ops, with_recompute
 from stratagem.cost.redistribute import Redistribution
 from stratagem.cost.reschedule import Rescheduler
 from stratagem.cost.sharing import SharedTensor, shared_tensors, sharing_credits
@@ -51,13 +52,14 @@ class CostModel:
     optimizer: sgd | momentum | adam | adamw; mixed_precision: a bf16 or fp16 graph's weights held
     in float32 (the master weights its optimizer steps, states in float32 too; cost.opcost); shard_updates: ZeRO-style reduce-scatter + sharded update + all-gather instead of an
     all-reduce. compute_table / comm_table: measured tables (objects or JSON paths), preferred
-    wherever they have an entry.
+    wherever they have an entry. recompute: blocks recomputed in backward (cost.recompute; the
+    model's `graph` is the graph as they run it).
     """
 
     def __init__(self, graph: Graph, cluster: Cluster | str, optimizer: str = "adam",
                  num_devices: int | None = None, compute_table: ComputeTable | str | Path | None = None,
                  comm_table: CommTable | str | Path | None = None, mixed_precision: bool = False,
-                 shard_updates: bool = False):
+                 shard_updates: bool = False, recompute: tuple[str, ...] = ()):
         cluster = load(cluster) if isinstance(cluster, str) else cluster
         if comm_table is not None:
             cluster = cluster.with_comm_table(comm_table if isinstance(comm_table, CommTable)
@@ -66,7 +68,9 @@ class CostModel:
             compute_table = cluster.spec.ops_table      # the one the cluster file names, if any
         if isinstance(compute_table, (str, Path)):
             compute_table = ComputeTable.load(compute_table)
-        self.graph, self.cluster = graph, cluster
+        self.graph, self.cluster = with_recompute(graph, recompute), cluster
+        self.recompute = tuple(recompute)
+        self.recomputed = recomputed_ops(self.graph)
         self.num_devices = cluster.device_count(num_devices)
         self.optimizer = Optimizer(optimizer)
         self.mixed_precision = mixed_precision

@@ -34,6 +34,7 @@ from stratagem.cost.compute import is_contraction, local_extents
 from stratagem.cost.compute_table import ProfileRequest
 from stratagem.cost.costs import OpCost, WeightCopies
 from stratagem.cost.memory import MemoryCost, keeps_weight_copy, saved_tensors
+from stratagem.cost.recompute import as_captured
 from stratagem.cost.steps import CommStep
 from stratagem.cost.weight_state import ShardedWeight, sharded_weights
 from stratagem.ir import Role, dtype_bytes, owned_parameters
@@ -115,33 +116,38 @@ def build_op_cost(model, op_name: str, config: Configuration) -> OpCost:
     sync = _sync_steps(model, op, inputs, grads, sharded)
     shards = _update_shards(model, grads, sharded)
     gather = _gather_steps(model, tuple(sharded.values()))
-    copies = _weight_copies(model, op, inputs, weights, sharded, config.state)
-    return OpCost(times.forward_time_s, times.backward_time_s,
+    recomputed = op_name in model.recomputed
+    copies = _weight_copies(model, op, inputs, weights, sharded, config.state, recomputed)
+    backward_s = times.backward_time_s + (times.forward_time_s if recomputed else 0.0)
+    return OpCost(times.forward_time_s, backward_s,
                   _update_time_s(model, op, inputs, shards), sync,
                   sum((s.time_s for s in sync), 0.0), _memory(model, op, inputs, output, shards, sharded, copies),
-                  times.source, gather, config.state == "sharded", copies)
+                  times.source, gather, bool(gather) and (config.state == "sharded" or recomputed), copies)
 
 
 def _weight_copies(model, op, inputs: list[TensorLayout], weights: list[int], sharded: dict[int, ShardedWeight],
-                   state: str) -> WeightCopies:
+                   state: str, recomputed: bool) -> WeightCopies:
     """The copies of its own weights the op reads: gathered (sharded state) or cast to the
-    compute dtype (mixed precision), and how long each lives."""
+    compute dtype (mixed precision), and how long each lives. A recomputed op makes again in
+    backward what it would keep."""
     graph = model.graph
     freed = kept = regathered = 0.0
     for i in weights:
         tensor = op.inputs[i]
         if i in sharded:
             size = sharded[i].read_bytes(graph)
-            if state == "sharded":
+            if state == "sharded" or recomputed:
                 regathered += size
             else:
                 kept += size
         elif held_itemsize(model, graph.tensors[tensor]) != dtype_bytes(graph.tensors[tensor].dtype):
             size = _local_bytes(graph, tensor, inputs[i])
-            if keeps_weight_copy(graph, op, tensor):
-                kept += size
-            else:
+            if not keeps_weight_copy(graph, as_captured(graph, op), tensor):
                 freed += size
+            elif recomputed:
+                regathered += size
+            else:
+                kept += size
     return WeightCopies(freed, kept, regathered)
 
 

@@ -32,6 +32,9 @@ def plan_lines(plan: Plan, memory_cap_bytes: float | None = None, fits: bool = T
         lines.append("  memory by kind   " + ", ".join(f"{kind.replace('_', ' ')} {format_bytes(kinds[kind])}"
                                                        for kind in MEMORY_KINDS if kind in kinds)
                      + f" (device {kinds.get('device', 0)}, additive)")
+    if plan.recompute:
+        shown = ", ".join(plan.recompute[:3]) + (f", ... ({len(plan.recompute)} blocks)" if len(plan.recompute) > 3 else "")
+        lines.append(f"  recomputed       {shown}: each keeps only its inputs and runs its forward again in backward")
     if d.get("weight_states"):
         owners = ", ".join(f"{n} {state}" for state, n in sorted(d["weight_states"].items()))
         lines.append(f"  weights sharded  {owners} (ops holding their weights, gradients and optimizer "

@@ -14,7 +14,8 @@ from stratagem.sim.builder import Simulation
 def model_of(plan: Plan, cluster: str | None = None):
     """The cost model the plan was priced with (or the same plan on another cluster)."""
     name = cluster or plan.cluster
-    return context(plan.graph, name, plan.num_devices, plan.optimizer, precision=plan.precision).model
+    return context(plan.graph, name, plan.num_devices, plan.optimizer, precision=plan.precision,
+                   recompute=plan.recompute).model
 
 
 def replay(plan: Plan, cluster: str | None = None):

@@ -35,13 +35,16 @@ from __future__ import annotations
 import math
 import weakref
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch import nn
 from torch.distributed.tensor import DTensor, distribute_tensor
+from torch.utils.checkpoint import checkpoint
 
+from stratagem.cost.recompute import blocks
 from stratagem.space.tensor_layout import TensorLayout
 from stratagem.frontend.precision import cast_floating, recorded_constant, torch_dtype
 from stratagem.ir import Role, has_master_weights, weight_owner
@@ -74,7 +77,9 @@ class PlanModule(nn.Module):
         self._buffers_dt: dict[str, DTensor] = {}
         self.state_updates: dict[str, str] = dict(plan.graph.meta.get("state_updates") or {})
         self.timer: OpTimer | None = None      # per-op times when set (runtime.op_timing); off: no cost
-        self._released = released_after(self.schedule, set(plan.graph.outputs) | set(self.state_updates.values()))
+        kept = set(plan.graph.outputs) | set(self.state_updates.values())
+        self._released = released_after(self.schedule, kept)
+        self._blocks = recomputed_blocks(plan, self.schedule, kept)
         self._install(weights)
 
     # ---- parameters ---------------------------------------------------------------------------
@@ -126,22 +131,49 @@ class PlanModule(nn.Module):
         for name, x in zip(graph.inputs, inputs):
             values[name] = self._distribute(self._cast(name, x.to(self.device)), self.schedule.sources[name])
         moved: dict[tuple[str, TensorLayout], DTensor] = {}
-        for i, step in enumerate(self.schedule.steps):
-            if self.timer is None:
-                args = [self._read(values, moved, t, lay) for t, lay in zip(step.op.inputs, step.inputs)]
-                outs = self._run(step, args)
-            else:
-                outs = self._timed_step(step, values, moved)
-            for t, out in zip(step.op.outputs, outs):
-                values[t] = out
-            tensors, copies = self._released[i]
-            for t in tensors:
-                values.pop(t, None)
-            for key in copies:
-                moved.pop(key, None)
+        i = 0
+        while i < len(self.schedule.steps):
+            block = self._blocks.get(i)
+            if block is None:
+                self._step(i, values, moved)
+                i += 1
+                continue
+            outs = checkpoint(self._run_block, block, *(values[t] for t in block.inputs), use_reentrant=False)
+            values.update(zip(block.outputs, outs))
+            for j in range(block.start, block.end):
+                for t in self._released[j][0]:
+                    values.pop(t, None)
+            i = block.end
         self._write_state(values)
         outs = tuple(values[t].full_tensor() for t in graph.outputs)
         return outs[0] if len(outs) == 1 else outs
+
+    def _step(self, i: int, values, moved, in_block: bool = False) -> None:
+        """Step i: read its inputs, run it, keep its outputs, let go what no later step reads."""
+        step = self.schedule.steps[i]
+        if self.timer is None or in_block:
+            args = [self._read(values, moved, t, lay) for t, lay in zip(step.op.inputs, step.inputs)]
+            outs = self._run(step, args, regather=not in_block)
+        else:
+            outs = self._timed_step(step, values, moved)
+        for t, out in zip(step.op.outputs, outs):
+            values[t] = out
+        tensors, copies = self._released[i]
+        for t in tensors:
+            values.pop(t, None)
+        for key in copies:
+            moved.pop(key, None)
+
+    def _run_block(self, block: "RecomputedBlock", *inputs: DTensor) -> tuple[DTensor, ...]:
+        """A recomputed block's steps (torch.utils.checkpoint runs it again in backward): its
+        inputs as given, the weights and buffers from the module, its own moved copies."""
+        values: dict[str, DTensor] = dict(self._buffers_dt)
+        values.update(self.named_plan_parameters())
+        values.update(zip(block.inputs, inputs))
+        moved: dict[tuple[str, TensorLayout], DTensor] = {}
+        for i in range(block.start, block.end):
+            self._step(i, values, moved, in_block=True)
+        return tuple(values[t] for t in block.outputs)
 
     def _write_state(self, values: dict[str, DTensor]) -> None:
         """Each buffer the forward writes takes its next value, laid out as the buffer is, as eager
@@ -168,7 +200,7 @@ class PlanModule(nn.Module):
             moved[key] = move(self._cast(tensor, values[tensor]), self.schedule.sources[tensor], lay, self.meshes)
         return moved[key]
 
-    def _run(self, step: OpStep, args: list[DTensor]) -> list[DTensor]:
+    def _run(self, step: OpStep, args: list[DTensor], regather: bool = True) -> list[DTensor]:
         locals_, dropped = [], []
         for i, x in enumerate(args):
             local = x.to_local(grad_placements=_gradient_placements(step, i, x))
@@ -179,7 +211,7 @@ class PlanModule(nn.Module):
                 dropped.append(local)
         if self.timer is not None:
             locals_ = [self.timer.stamp(x, step.op.name, "in") for x in locals_]
-        if step.regather:
+        if step.regather and regather:
             with freed_after_forward({i: locals_[i] for i in step.stored}, lambda i: self._regather(step, i)):
                 result = run_local(step.op.kind, step.attrs, locals_, step.view, step.analysis, step.adapter)
         else:
@@ -208,6 +240,30 @@ class PlanModule(nn.Module):
 
 
 # ---- helpers ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RecomputedBlock:
+    """Steps [start, end) run under torch.utils.checkpoint: their inputs from outside (the
+    checkpoint's arguments, kept for backward) and the outputs read after them."""
+    start: int
+    end: int
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+
+
+def recomputed_blocks(plan: Plan, schedule: Schedule, kept: set[str]) -> dict[int, RecomputedBlock]:
+    """The plan's recomputed blocks (cost.recompute), by their first step."""
+    position = {step.op.name: i for i, step in enumerate(schedule.steps)}
+    found = {}
+    for block in blocks(plan.graph):
+        if block.name not in plan.recompute:
+            continue
+        start, end = position[block.ops[0]], position[block.ops[-1]] + 1
+        read_after = {t for step in schedule.steps[end:] for t in step.op.inputs} | kept
+        outputs = tuple(t for name in block.ops for t in plan.graph.op(name).outputs if t in read_after)
+        found[start] = RecomputedBlock(start, end, block.inputs, outputs)
+    return found
+
 
 def released_after(schedule: Schedule, kept: set[str]) -> tuple[tuple[tuple[str, ...], tuple[tuple], ...], ...]:
     """Per step: the tensors, and the moved copies (tensor, layout), that no later step reads, so

@@ -4,7 +4,8 @@ against them); their strategies are built in search.strategies.
     data-parallel   every op splits its batch (sample) dim over all devices (or replicates)
     fsdp            data parallel with every weight, gradient and optimizer state sharded over the
                     devices (FSDP2's fully_shard per op; ZeRO-3), weights gathered for forward and
-                    again for backward (reshard_after_forward=False: kept from forward to backward)
+                    again for backward (reshard_after_forward=False: kept from forward to backward);
+                    recompute=True adds full activation checkpointing of every repeated block
     model-parallel  layers to devices: contiguous runs of whole ops, balanced by compute time
     owt             Krizhevsky's one weird trick: data parallel, fully-connected layers split
     optcnn          a single objective: the min-time end of the frontier (TensorOpt: OptCNN "always
@@ -27,7 +28,7 @@ import numpy as np
 
 from stratagem.errors import StratagemError
 from stratagem.plan import Frontier, Plan
-from stratagem.search.context import NoOptions, PlanningContext, make_plan
+from stratagem.search.context import NoOptions, PlanningContext, make_plan, recomputing
 from stratagem.search.frontier import Frontier as RawFrontier
 from stratagem.search.ft_search import FTSearchOptions, frontier
 from stratagem.search.space import FT_SPACE, additive_cost
@@ -62,6 +63,8 @@ class FSDPOptions:
     reshard_after_forward: bool = field(default=True, metadata={
         "help": "free each gathered weight after forward and gather it again for backward "
                 "(False: keep it until backward)"})
+    recompute: bool = field(default=False, metadata={"help": "recompute every repeated block in backward "
+                                                             "(full activation checkpointing)"})
 
 
 class TooManyLayouts(StratagemError):
@@ -74,6 +77,7 @@ def data_parallel(ctx: PlanningContext, options: NoOptions = NoOptions()) -> Pla
 
 def fsdp(ctx: PlanningContext, options: FSDPOptions = FSDPOptions()) -> Plan:
     state = "sharded" if options.reshard_after_forward else "sharded_kept"
+    ctx = recomputing(ctx) if options.recompute else ctx
     return make_plan(ctx, with_sharded_state(ctx, data_parallel_strategy(ctx), state), "fsdp")
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from stratagem import values
 from stratagem.cluster import Cluster, load
 from stratagem.cost import CostModel
+from stratagem.cost.recompute import blocks
 from stratagem.cost.throughput import throughput
 from stratagem.errors import ConfigError, StratagemError
 from stratagem.ir import Graph, has_master_weights, with_precision
@@ -57,13 +58,14 @@ class PlanningContext:
 
 def context(graph: Graph, cluster: Cluster | str, devices: int | None = None, optimizer: str = "adam",
             memory_cap_bytes: float | str | None = None, model_options: Mapping[str, Any] | None = None,
-            precision: str = "fp32") -> PlanningContext:
+            precision: str = "fp32", recompute: tuple[str, ...] = ()) -> PlanningContext:
     """What every search plans with: the graph as `precision` computes it (ir.precision), its cost
-    model on the cluster, the memory cap."""
+    model on the cluster with the blocks `recompute` recomputed (cost.recompute), the memory cap."""
     check_graph(graph)
     graph = with_precision(graph, precision)
     loaded = cluster if isinstance(cluster, Cluster) else load(cluster)
-    options = {"mixed_precision": has_master_weights(precision), **dict(model_options or {})}
+    options = {"mixed_precision": has_master_weights(precision), "recompute": tuple(recompute),
+               **dict(model_options or {})}
     model = CostModel(graph, loaded, optimizer=optimizer, num_devices=devices, **options)
     name = cluster if isinstance(cluster, str) else loaded.name
     cap = memory_cap(loaded, model.num_devices, memory_cap_bytes)
@@ -119,8 +121,17 @@ def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algor
         details["weight_states"] = dict(states)
     plan = Plan(ctx.graph, ctx.cluster_name, ctx.num_devices, chosen, additive_time_s=time,
                 additive_memory_bytes=mem, algorithm=algorithm, optimizer=ctx.optimizer,
-                model=ctx.zoo_name, details=details, precision=ctx.precision)
+                model=ctx.zoo_name, details=details, precision=ctx.precision, recompute=ctx.model.recompute)
     return plan.with_simulation(result)
+
+
+def recomputing(ctx: PlanningContext, names: tuple[str, ...] | None = None) -> PlanningContext:
+    """The same planning with the blocks `names` recomputed (None: every block of the graph)."""
+    names = tuple(b.name for b in blocks(ctx.graph)) if names is None else names
+    model = CostModel(ctx.graph, ctx.model.cluster, optimizer=ctx.optimizer, num_devices=ctx.num_devices,
+                      mixed_precision=ctx.model.mixed_precision, shard_updates=ctx.model.shard_updates,
+                      compute_table=ctx.model.compute.table, recompute=names)
+    return replace(ctx, model=model)
 
 
 def memory_by_kind(model, strategy: Mapping[str, Configuration]) -> dict[str, Any]:

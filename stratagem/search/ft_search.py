@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from stratagem.plan import Frontier, Plan
-from stratagem.search.context import PlanningContext, make_plan, runnable_space
+from stratagem.search.context import PlanningContext, make_plan, recomputing, runnable_space
 from stratagem.search.ft import FTOptions, merged
 from stratagem.search.ft_peak import peak_frontier_tracking
 from stratagem.search.space import FT_SPACE, SearchSpace, build_search_space
@@ -40,6 +40,9 @@ class FTSearchOptions:
     state_sharding: bool = field(default=False, metadata={
         "help": "also choose, per weight owner, to hold its weights, gradients and optimizer state sharded "
                 "over its data-parallel axes (ZeRO-3 / FSDP); the modes turn it on when no plan fits without"})
+    recompute: bool = field(default=False, metadata={
+        "help": "recompute every repeated block (module-list element) in backward: full activation "
+                "checkpointing; the modes turn it on when no plan fits without"})
 
     @property
     def searched_space(self) -> SpaceOptions:
@@ -49,6 +52,8 @@ class FTSearchOptions:
 
 def frontier(ctx: PlanningContext, options: FTSearchOptions = FTSearchOptions()) -> Frontier:
     """The (peak memory, iteration time) frontier by Frontier Tracking (TensorOpt §3)."""
+    if options.recompute and not ctx.model.recompute:
+        ctx = recomputing(ctx)
     search_space = build_search_space(ctx.model, options.searched_space)
     data_parallel = data_parallel_strategy(ctx)
     result = peak_frontier_tracking(search_space.problem, options.ft)

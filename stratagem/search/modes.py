@@ -2,8 +2,8 @@
 
     plan_at(ctx, algorithm, options)   one device count: FT's frontier (and its alternatives) cut at
                                        the memory cap, least time; when nothing fits, FT again with
-                                       weights held sharded as a choice (`state_sharding`) unless it
-                                       was; any other search its plan.
+                                       weights held sharded as a choice (`state_sharding`), then with
+                                       every block recomputed (`recompute`); any other search its plan.
                                        Returns (plan, fits): the leanest plan when nothing fits.
     mini_time          least time under the cap on the devices given
     mini_parallelism   the fewest devices that fit (device counts from `device_counts`, ascending)
@@ -48,9 +48,14 @@ def plan_at(ctx: PlanningContext, algorithm: str = "ft", options: Any = None) ->
 
 def least_time_ft(ctx: PlanningContext, options: Any = None) -> Plan:
     """mini_time over FT's frontier; when nothing on it fits, over FT's frontier with weights held
-    sharded as a choice (unless they were). NothingFits carries the leanest plan seen (`leanest`)."""
+    sharded as a choice, then also with every block recomputed (each unless it already was).
+    NothingFits carries the leanest plan seen (`leanest`)."""
     chosen = registry.make_options("ft", options)
-    tries = [chosen] if chosen.state_sharding else [chosen, replace(chosen, state_sharding=True)]
+    tries = [chosen]
+    if not chosen.state_sharding:
+        tries.append(replace(tries[-1], state_sharding=True))
+    if not chosen.recompute:
+        tries.append(replace(tries[-1], recompute=True))
     for options_tried in tries:
         front = frontier(ctx, options_tried)
         try:

@@ -12,6 +12,8 @@
     the consumer keeps it (unless the reuse option is keep_before); step scratch lives while the
     steps run; keep_after drops the producer's copy after forward (TensorOpt's tensor reuse);
   - a view (`cost.memory.viewed_input`) has no buffer: the one it reads lives on for the view's users.
+  - an op of a recomputed block keeps again what it would have kept, from the block's
+    recomputation (the backward of its last op) until its own backward (cost.recompute);
 Gradients of activations are not counted (transient, at most a few layers' worth).
 
 `op_buffers` and `edge_buffers` are asked after every unit's tasks exist (a buffer's life ends at
@@ -42,6 +44,7 @@ def op_buffers(state: SimState, name: str) -> BufferSet:
         if resident:
             buffers.append(Buffer(d, resident, None))
         buffers.extend(_weight_copy_buffers(cost.weight_copies, tasks, i, d))
+        buffers.extend(_recomputed_buffers(state, name, i, d))
         for t in () if aliased else op.outputs:
             spec = state.graph.tensors[t]
             size = layout.local_num_elements(spec.shape) * dtype_bytes(spec.dtype)
@@ -96,8 +99,37 @@ def touched_by(state: SimState, op: str) -> tuple[set[str], set[int]]:
     producers up chains of views from them, and the edges into those views."""
     neighbours = {op} | {end for k in state.edges_of.get(op, ()) for end in
                          (state.edges[k].src_op, state.edges[k].dst_op) if end}
+    neighbours |= _recomputed_with(state, op)
     return _alias_sources(state, neighbours) | neighbours, \
         set(state.edges_of.get(op, ())) | set(_view_edges(state, neighbours))
+
+
+def _recomputed_with(state: SimState, op: str) -> set[str]:
+    """The ops whose recomputed activations live from `op`'s backward (its block's last op)."""
+    start = state.graph.meta.get("recompute_from", {})
+    return {name for name, last in start.items() if last == op}
+
+
+def _recomputed_buffers(state: SimState, name: str, i: int, d: int) -> list[Buffer]:
+    """What a recomputed op keeps again (cost.recompute): from the start of its block's
+    recomputation (the backward of the block's last op on d, else its own) until its backward."""
+    graph = state.graph
+    saved = graph.meta.get("recompute_saved", {}).get(name, ())
+    if not saved:
+        return []
+    config, op = state.strategy[name], graph.op(name)
+    last = graph.meta["recompute_from"][name]
+    start = state.op_tasks[name]["B"][i]
+    if last in state.op_tasks and d in state.strategy[last].devices:
+        start = state.op_tasks[last]["B"][state.strategy[last].devices.index(d)]
+    found = []
+    for t in saved:
+        spec = graph.tensors[t]
+        layout = (state.model.layouts.output_layout(name, config) if t in op.outputs
+                  else state.model.input_layout(name, config, op.inputs.index(t)))
+        found.append(Buffer(d, layout.local_num_elements(spec.shape) * dtype_bytes(spec.dtype), start,
+                            (state.op_tasks[name]["B"][i],)))
+    return found
 
 
 def view_source(state: SimState, name: str) -> int | None:
