@@ -42,6 +42,9 @@ def plan_lines(plan: Plan, memory_cap_bytes: float | None = None, fits: bool = T
     if "memory_gap" in d:
         lines += textwrap.wrap(d["memory_gap"], 100, initial_indent="  memory model     ",
                                subsequent_indent=" " * 19)
+    if d.get("chosen_because"):
+        lines += textwrap.wrap(d["chosen_because"], 100, initial_indent="  chosen           ",
+                               subsequent_indent=" " * 19)
     if memory_cap_bytes is not None:
         verdict = "fits" if fits else "DOES NOT FIT"
         lines.append(f"  memory cap       {format_bytes(memory_cap_bytes):>10}  {verdict}")

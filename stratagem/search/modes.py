@@ -47,23 +47,48 @@ def plan_at(ctx: PlanningContext, algorithm: str = "ft", options: Any = None) ->
 
 
 def least_time_ft(ctx: PlanningContext, options: Any = None) -> Plan:
-    """mini_time over FT's frontier; when nothing on it fits, over FT's frontier with weights held
-    sharded as a choice, then also with every block recomputed (each unless it already was).
-    NothingFits carries the leanest plan seen (`leanest`)."""
+    """mini_time over FT's frontier. When nothing on it fits: the practitioners' plans with
+    weights held sharded (`fsdp`, then with every block recomputed), the fastest that fits, said
+    in its details (FT over the larger space is slower: it is searched only when asked, or when
+    these do not fit either); then FT's frontier with weights held sharded as a choice, then also
+    with every block recomputed (each unless it already was). NothingFits carries the leanest
+    plan seen (`leanest`)."""
     chosen = registry.make_options("ft", options)
-    tries = [chosen]
+    front = frontier(ctx, chosen)
+    try:
+        return mini_time(front, ctx.memory_cap_bytes)
+    except NothingFits as refusal:
+        refusal.leanest, failed = front.min_memory, refusal
+    if not (chosen.state_sharding or chosen.recompute):
+        found = _practitioners_fitting(ctx)
+        if found is not None:
+            return found
+    tries = []
     if not chosen.state_sharding:
-        tries.append(replace(tries[-1], state_sharding=True))
+        tries.append(replace(chosen, state_sharding=True))
     if not chosen.recompute:
-        tries.append(replace(tries[-1], recompute=True))
+        tries.append(replace(tries[-1] if tries else chosen, recompute=True))
     for options_tried in tries:
         front = frontier(ctx, options_tried)
         try:
             return mini_time(front, ctx.memory_cap_bytes)
         except NothingFits as refusal:
-            refusal.leanest = front.min_memory
-            failed = refusal
+            refusal.leanest, failed = front.min_memory, refusal
     raise failed
+
+
+def _practitioners_fitting(ctx: PlanningContext) -> Plan | None:
+    """The fastest of fsdp and fsdp with every block recomputed that fits the cap, or None."""
+    plans = [registry.run(ctx, "fsdp", {"recompute": recompute}) for recompute in (False, True)]
+    fitting = [p for p in plans if p.peak_memory_bytes <= ctx.memory_cap_bytes]
+    if not fitting:
+        return None
+    best = min(fitting, key=lambda p: p.iteration_time_s)
+    note = ("FT's frontier had no plan under the cap; this is the practitioners' plan (data parallel, "
+            "weights sharded" + (", every block recomputed" if best.recompute else "") + "). FT over "
+            "sharded weights and recomputation (--option state_sharding=true, recompute=true) may find "
+            "a faster one, more slowly")
+    return replace(best, details={**best.details, "chosen_because": note})
 
 
 def device_counts(cluster: Cluster, start: int = 1, stop: int | None = None) -> list[int]:

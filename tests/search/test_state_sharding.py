@@ -57,3 +57,26 @@ def test_sharded_states_reach_below_the_leanest_replicated_plan_as_simulated(mod
     assert any(c.sharded_state for c in strategy.values())
     assert lean.mem < lean_plain.mem
     assert simulate(model, strategy).peak_memory_bytes < simulate(model, plain.strategy(lean_plain.assignment)[0]).peak_memory_bytes
+
+
+def test_when_nothing_fits_the_modes_turn_to_sharded_weights():
+    """A cap below FT's leanest replicated plan: the modes return the practitioners' FSDP plan
+    (saying why) when it fits; asked for sharded states, FT's own sharded plan, which fits too."""
+    from stratagem.search import modes
+    from stratagem.search.context import context
+    from stratagem.search.ft_search import FTSearchOptions
+    graph = chain(layers=2, batch=2048, width=256)
+    plain = modes.frontier(context(graph, "v100-2x8", 2), FTSearchOptions())
+    fsdp = registry_run(context(graph, "v100-2x8", 2), "fsdp")
+    assert fsdp.peak_memory_bytes < plain.min_memory.peak_memory_bytes
+    cap = (fsdp.peak_memory_bytes + plain.min_memory.peak_memory_bytes) / 2
+    chosen = modes.least_time_ft(context(graph, "v100-2x8", 2, memory_cap_bytes=cap))
+    assert chosen.algorithm == "fsdp" and "practitioners' plan" in chosen.details["chosen_because"]
+    searched = modes.least_time_ft(context(graph, "v100-2x8", 2, memory_cap_bytes=cap), {"state_sharding": True})
+    assert searched.algorithm == "ft" and searched.peak_memory_bytes <= cap
+    assert any(c.sharded_state for c in searched.strategy.values())
+
+
+def registry_run(ctx, name, options=None):
+    from stratagem.search import registry
+    return registry.run(ctx, name, options or {})
