@@ -1,8 +1,9 @@
 """A plan as an nn.Module: `parallelize(module, plan)` (TensorOpt §4, Listing 1).
 
 Under torchrun, every rank builds the same `PlanModule` from the same module (same weights); its
-parameters are DTensors placed as the plan's owner ops read them. `forward(*inputs)` takes the whole
-batch on every rank (each rank keeps its shard) and runs the graph op by op:
+parameters are DTensors placed as the plan's owner ops read them. `forward(*inputs)` takes each
+input whole (each rank keeps its shard) or as the block this rank reads (`input_boxes()`: its
+shard of the batch, what a data loader hands each rank) and runs the graph op by op:
 
     for each op, in graph order:
         each input -> move() to the layout the op reads it in (runtime.move)
@@ -117,6 +118,28 @@ class PlanModule(nn.Module):
         return distribute_tensor(value, self.meshes[lay.mesh_shape], torch_placements(lay.placements),
                                  src_data_rank=None)
 
+    def input_boxes(self) -> dict[str, tuple[tuple[int, int], ...]]:
+        """Per graph input, the block of it this rank reads ((start, stop) per dim): a data loader
+        can hand `forward` just that block (the batch's shard), or the whole input."""
+        rank = dist.get_rank() if dist.is_initialized() else 0
+        return {name: self.schedule.sources[name].device_box(rank, self.plan.graph.tensors[name].shape)
+                for name in self.plan.graph.inputs}
+
+    def _input(self, name: str, x: torch.Tensor) -> DTensor:
+        """A graph input given whole (every rank keeps its shard) or as this rank's block."""
+        shape = tuple(self.plan.graph.tensors[name].shape)
+        lay = self.schedule.sources[name]
+        if tuple(x.shape) == shape:
+            return self._distribute(x, lay)
+        box = self.input_boxes()[name]
+        local = tuple(stop - start for start, stop in box)
+        if tuple(x.shape) != local:
+            raise ExecutionError(f"input {name!r} has the wrong shape",
+                                 expected=f"the whole input {list(shape)} or this rank's block {list(local)}",
+                                 got=str(list(x.shape)), hint="PlanModule.input_boxes() says which block a rank reads")
+        return DTensor.from_local(x, self.meshes[lay.mesh_shape], torch_placements(lay.placements),
+                                  shape=torch.Size(shape), stride=_contiguous_stride(shape))
+
     def named_plan_parameters(self) -> dict[str, nn.Parameter]:
         return {name: p for name, p in self.named_parameters()}
 
@@ -129,7 +152,7 @@ class PlanModule(nn.Module):
         values: dict[str, DTensor] = dict(self._buffers_dt)
         values.update(self.named_plan_parameters())
         for name, x in zip(graph.inputs, inputs):
-            values[name] = self._distribute(self._cast(name, x.to(self.device)), self.schedule.sources[name])
+            values[name] = self._input(name, self._cast(name, x.to(self.device)))
         moved: dict[tuple[str, TensorLayout], DTensor] = {}
         i = 0
         while i < len(self.schedule.steps):

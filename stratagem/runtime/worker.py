@@ -91,7 +91,7 @@ def run_task(task: dict[str, Any], out: Path, where: dict[str, Any], meshes=None
     for s in range(start, start + task["steps"]):
         where["step"] = s
         _maybe_fault(s, out)
-        inputs = batch(spec, s)
+        inputs = shard_of(model, batch(spec, s))
         dist.barrier()
         seen = keep if s == start else None
         if peak is None and task.get("memory", True) and seen is None:    # gathering gradients is no step's memory
@@ -107,6 +107,14 @@ def run_task(task: dict[str, Any], out: Path, where: dict[str, Any], meshes=None
     _write_results(task, out, plan, model, losses, times, peak, gradients, op_times)
 
 
+def shard_of(model, inputs) -> tuple:
+    """What this rank reads of each input (PlanModule.input_boxes): each rank is handed only its
+    shard of the batch, as a data loader per rank would."""
+    boxes = model.input_boxes()
+    return tuple(x[tuple(slice(a, b) for a, b in boxes[name])].contiguous()
+                 for name, x in zip(model.plan.graph.inputs, inputs))
+
+
 def _op_timed_steps(task, model, optimizer, spec, first: int, device, where) -> dict | None:
     """`task["op_time_steps"]` more steps with per-op timing on (runtime.op_timing), after the
     timed ones so that their times are not perturbed; every rank's per-op times."""
@@ -118,7 +126,7 @@ def _op_timed_steps(task, model, optimizer, spec, first: int, device, where) -> 
     model.timer = OpTimer(device)
     for s in range(first, first + count):
         where["step"] = s
-        inputs = batch(spec, s)
+        inputs = shard_of(model, batch(spec, s))
         dist.barrier()
         model.timer.begin_step()
         _timed_step(model, optimizer, inputs)
