@@ -3,6 +3,7 @@
 
     check_runnable(plan)        [(op, reason)] for ops the runtime cannot run (no torch)
     parallelize(module, plan)   the module as an nn.Module whose forward runs the plan (torchrun)
+    clip_grad_norm(params, m)   clip gradients to a global L2 norm across shards and meshes
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from importlib import import_module
 
 _LAZY = {"parallelize": "stratagem.runtime.execute", "PlanModule": "stratagem.runtime.execute",
          "check_runnable": "stratagem.runtime.runnable", "require_runnable": "stratagem.runtime.runnable",
-         "Refusal": "stratagem.runtime.runnable"}
+         "Refusal": "stratagem.runtime.runnable", "clip_grad_norm": "stratagem.runtime.training"}
 
 
 def __getattr__(name: str):
