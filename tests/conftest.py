@@ -20,6 +20,10 @@ def checked():
 # addopts), so that under `pytest -n 2` the fixture is built once while the other worker takes
 # the rest of the suite.
 LONG_MODULES = ("tests/search/test_transformer_frontier.py",)
+# Modules whose module-scoped fixture launches gloo runs: their tests run on one worker too, so the
+# runs are launched once (not first: they are shorter than the long ones).
+LAUNCHING_MODULES = ("tests/runtime/test_same_training.py", "tests/runtime/test_sharded_state.py",
+                     "tests/runtime/test_recompute.py", "tests/runtime/test_mixed_precision.py")
 
 
 @pytest.hookimpl(tryfirst=True)     # before xdist's own hook reads the groups
@@ -27,6 +31,6 @@ def pytest_collection_modifyitems(config, items):
     def is_long(item):
         return any(item.nodeid.startswith(m) for m in LONG_MODULES)
     for item in items:
-        if is_long(item):
+        if is_long(item) or item.nodeid.startswith(LAUNCHING_MODULES):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
     items.sort(key=lambda item: not is_long(item))     # stable: the rest keep their order
