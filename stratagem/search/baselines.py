@@ -6,6 +6,9 @@ against them); their strategies are built in search.strategies.
                     devices (FSDP2's fully_shard per op; ZeRO-3), weights gathered for forward and
                     again for backward (reshard_after_forward=False: kept from forward to backward);
                     recompute=True adds full activation checkpointing of every repeated block
+    fsdp-tp         what practitioners configure for LLMs (torchtitan's FSDP + TP): Megatron's
+                    tensor parallelism within a node, FSDP over the data-parallel axis, every block
+                    recomputed
     model-parallel  layers to devices: contiguous runs of whole ops, balanced by compute time
     owt             Krizhevsky's one weird trick: data parallel, fully-connected layers split
     optcnn          a single objective: the min-time end of the frontier (TensorOpt: OptCNN "always
@@ -34,7 +37,7 @@ from stratagem.search.ft_search import FTSearchOptions, frontier
 from stratagem.search.space import FT_SPACE, additive_cost
 from stratagem.search.strategies import (
     data_parallel_strategy, logical_dims, mesh_tf_strategies, model_parallel_strategy, owt_strategy,
-    with_sharded_state,
+    tensor_parallel_strategy, with_sharded_state,
 )
 from stratagem.space import SpaceOptions, ordered_factorizations
 from stratagem.space.runnable import refusal
@@ -67,6 +70,14 @@ class FSDPOptions:
                                                              "(full activation checkpointing)"})
 
 
+@dataclass(frozen=True)
+class FSDPTPOptions:
+    tensor: int = field(default=0, metadata={"help": "tensor-parallel width (0: the devices of a node, "
+                                                     "halved until the data-parallel width divides the batch)"})
+    recompute: bool = field(default=True, metadata={"help": "recompute every repeated block in backward"})
+    reshard_after_forward: bool = field(default=True, metadata={"help": "as fsdp's"})
+
+
 class TooManyLayouts(StratagemError):
     """Mesh-TensorFlow's space is too large to enumerate."""
 
@@ -79,6 +90,27 @@ def fsdp(ctx: PlanningContext, options: FSDPOptions = FSDPOptions()) -> Plan:
     state = "sharded" if options.reshard_after_forward else "sharded_kept"
     ctx = recomputing(ctx) if options.recompute else ctx
     return make_plan(ctx, with_sharded_state(ctx, data_parallel_strategy(ctx), state), "fsdp")
+
+
+def fsdp_tp(ctx: PlanningContext, options: FSDPTPOptions = FSDPTPOptions()) -> Plan:
+    tensor = options.tensor or tensor_width(ctx)
+    if tensor < 1 or ctx.num_devices % tensor:
+        raise StratagemError("tensor-parallel width does not divide the devices",
+                             expected=f"a divisor of {ctx.num_devices}", got=str(tensor))
+    state = "sharded" if options.reshard_after_forward else "sharded_kept"
+    ctx = recomputing(ctx) if options.recompute else ctx
+    strategy = with_sharded_state(ctx, tensor_parallel_strategy(ctx, tensor), state)
+    return make_plan(ctx, strategy, "fsdp-tp")
+
+
+def tensor_width(ctx: PlanningContext) -> int:
+    """The devices of a node, halved until the remaining (data-parallel) width divides the batch."""
+    tensor = min(ctx.model.cluster.spec.devices_per_node, ctx.num_devices)
+    batch = min((s.shape[s.sample_dim] for s in (ctx.graph.tensors[t] for t in ctx.graph.inputs)
+                 if s.sample_dim is not None), default=1)
+    while tensor > 1 and (ctx.num_devices % tensor or batch % (ctx.num_devices // tensor)):
+        tensor //= 2
+    return tensor
 
 
 def owt(ctx: PlanningContext, options: NoOptions = NoOptions()) -> Plan:

@@ -48,7 +48,7 @@ def plan_at(ctx: PlanningContext, algorithm: str = "ft", options: Any = None) ->
 
 def least_time_ft(ctx: PlanningContext, options: Any = None) -> Plan:
     """mini_time over FT's frontier. When nothing on it fits: the practitioners' plans with
-    weights held sharded (`fsdp`, then with every block recomputed), the fastest that fits, said
+    weights held sharded (`fsdp`, with every block recomputed, `fsdp-tp`), the fastest that fits, said
     in its details (FT over the larger space is slower: it is searched only when asked, or when
     these do not fit either); then FT's frontier with weights held sharded as a choice, then also
     with every block recomputed (each unless it already was). NothingFits carries the leanest
@@ -78,13 +78,16 @@ def least_time_ft(ctx: PlanningContext, options: Any = None) -> Plan:
 
 
 def _practitioners_fitting(ctx: PlanningContext) -> Plan | None:
-    """The fastest of fsdp and fsdp with every block recomputed that fits the cap, or None."""
+    """The fastest that fits the cap of fsdp, fsdp with every block recomputed and fsdp-tp (tensor
+    parallel in a node as well), or None."""
     plans = [registry.run(ctx, "fsdp", {"recompute": recompute}) for recompute in (False, True)]
+    plans.append(registry.run(ctx, "fsdp-tp", {}))
     fitting = [p for p in plans if p.peak_memory_bytes <= ctx.memory_cap_bytes]
     if not fitting:
         return None
     best = min(fitting, key=lambda p: p.iteration_time_s)
-    note = ("FT's frontier had no plan under the cap; this is the practitioners' plan (data parallel, "
+    layout = "tensor parallel in a node, data parallel across" if best.algorithm == "fsdp-tp" else "data parallel"
+    note = (f"FT's frontier had no plan under the cap; this is the practitioners' plan ({layout}, "
             "weights sharded" + (", every block recomputed" if best.recompute else "") + "). FT over "
             "sharded weights and recomputation (--option state_sharding=true, recompute=true) may find "
             "a faster one, more slowly")

@@ -35,6 +35,8 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
     Algorithm("ft", ft_search.ft, ft_search.FTSearchOptions, "TensorOpt's frontier tracking: its fastest point"),
     Algorithm("data-parallel", baselines.data_parallel, NoOptions, "every op splits its batch"),
     Algorithm("fsdp", baselines.fsdp, baselines.FSDPOptions, "data parallel, weights and their state sharded"),
+    Algorithm("fsdp-tp", baselines.fsdp_tp, baselines.FSDPTPOptions,
+              "practitioners' LLM setting: tensor parallel in a node, FSDP across, blocks recomputed"),
     Algorithm("model-parallel", baselines.model_parallel, NoOptions, "whole ops to devices, balanced"),
     Algorithm("owt", baselines.owt, NoOptions, "Krizhevsky's one weird trick"),
     Algorithm("optcnn", baselines.optcnn, NoOptions, "the additive (Eq. 3) min-time end of FT's frontier"),

@@ -7,6 +7,11 @@ pass: each a function of the planning context, nothing priced or simulated here.
     owt_strategy             Krizhevsky's one weird trick: data parallel but the fully-connected
                              layers, whose output features split
     model_parallel_strategy  each op whole on one device, contiguous runs balanced by compute time
+    tensor_parallel_strategy Megatron-LM's layout on a (data, tensor) mesh: the batch split over the
+                             data axis; over the tensor axis a fully-connected layer reading a whole
+                             input splits its output features (column parallel), an op reading an
+                             input split there follows the split (a linear: its reduction, row
+                             parallel; attention: its heads), the rest replicate
     mesh_tf_strategies       Mesh-TensorFlow's layouts: one mesh for every op, a logical dim split
                              the same way everywhere (TensorOpt §4.2); ops with no dims (scalars)
                              replicated over the mesh
@@ -17,7 +22,8 @@ from __future__ import annotations
 import itertools
 
 from stratagem.cost.weight_state import can_shard_state
-from stratagem.space import Configuration, Level, layout, ordered_factorizations
+from stratagem.search.coarsen import derive_follower_config
+from stratagem.space import Configuration, Level, Shard, layout, ordered_factorizations
 
 
 def valid(analysis, config: Configuration) -> bool:
@@ -64,6 +70,59 @@ def with_sharded_state(ctx, strategy: dict[str, Configuration], state: str = "sh
 
 
 FULLY_CONNECTED = ("linear", "addmm", "mm", "matmul")
+
+
+def tensor_parallel_strategy(ctx, tensor: int) -> dict[str, Configuration]:
+    """Megatron-LM's intra-layer model parallelism (Shoeybi et al. 2019, §3) over a `tensor`-wide
+    inner mesh axis, data parallelism over the outer one (module docstring). Each op in program
+    order: follow an input split over the tensor axis (search.coarsen.derive_follower_config),
+    else column-parallel for a fully-connected layer, else replicated over the tensor axis."""
+    data = ctx.num_devices // tensor
+    strategy: dict[str, Configuration] = {}
+    for op in ctx.graph.ops:
+        analysis = ctx.model.analyses[op.name]
+        batch = batch_dim(analysis)
+        found = _following(ctx, op, strategy, tensor)
+        if found is None and op.kind in FULLY_CONNECTED:
+            params = [d.name for d in analysis.dims if d.kind == "parameter" and d.splittable]
+            found = _checked(analysis, Configuration((Level(batch, data), Level(params[0], tensor)))) if params else None
+        strategy[op.name] = found or _checked(analysis, Configuration((Level(batch, data), Level(None, tensor)))) \
+            or Configuration((Level(None, ctx.num_devices),))
+    return strategy
+
+
+def _following(ctx, op, strategy: dict[str, Configuration], tensor: int) -> Configuration | None:
+    """The configuration that reads, as it is laid out, the latest input split over the tensor axis."""
+    graph = ctx.graph
+    for t in sorted((t for t in op.inputs if t in graph.producer and graph.producer[t].name in strategy),
+                    key=lambda t: -graph.op_index[graph.producer[t].name]):
+        source = graph.producer[t].name
+        config = strategy[source]
+        placements = ctx.model.layout(source, config).outputs
+        if len(config.levels) != 2 or config.levels[1].size != tensor or not isinstance(placements[1], Shard):
+            continue
+        if op.kind in FULLY_CONNECTED:          # row parallel: the reduction that reads the split
+            row = _row_parallel(ctx, op, t, placements[1], config.levels[0].size, tensor)
+            if row is not None:
+                return row
+        follower = derive_follower_config(graph, ctx.model.analyses, op, t, config, placements)
+        if any(level.dim is not None and level.size == tensor for level in follower.levels[1:]):
+            return follower
+    return None
+
+
+def _row_parallel(ctx, op, tensor_name: str, placement, data: int, tensor: int) -> Configuration | None:
+    analysis = ctx.model.analyses[op.name]
+    index = op.inputs.index(tensor_name)
+    for d in analysis.dims:
+        if d.is_reduction and analysis.can_split(d.name, tensor) \
+                and analysis.split(d.name, tensor).placements[index] == str(placement):
+            return _checked(analysis, Configuration((Level(batch_dim(analysis), data), Level(d.name, tensor))))
+    return None
+
+
+def _checked(analysis, config: Configuration) -> Configuration | None:
+    return config if valid(analysis, config) else None
 
 
 def owt_strategy(ctx) -> dict[str, Configuration]:
