@@ -51,6 +51,8 @@ class PlanDiff:
         rows.append(("devices", str(self.a.num_devices), str(self.b.num_devices), ""))
         rows.append(("algorithm", self.a.algorithm, self.b.algorithm, ""))
         rows.append(("cluster", self.a.cluster, self.b.cluster, ""))
+        rows.append(("precision", self.a.precision, self.b.precision, ""))
+        rows.append(("recomputed blocks", str(len(self.a.recompute)), str(len(self.b.recompute)), ""))
         return Table.of(("", "a", "b", "b - a"), rows)
 
     def op_table(self) -> Table:
