@@ -34,11 +34,13 @@ def plan_lines(plan: Plan, memory_cap_bytes: float | None = None, fits: bool = T
                      + f" (device {kinds.get('device', 0)}, additive)")
     if plan.recompute:
         shown = ", ".join(plan.recompute[:3]) + (f", ... ({len(plan.recompute)} blocks)" if len(plan.recompute) > 3 else "")
-        lines.append(f"  recomputed       {shown}: each keeps only its inputs and runs its forward again in backward")
+        lines.append(f"  recomputed       {shown}: each keeps only its inputs and runs its forward again in backward"
+                     + _effect_text(d.get("recompute_effect"), "kept activations"))
     if d.get("weight_states"):
         owners = ", ".join(f"{n} {state}" for state, n in sorted(d["weight_states"].items()))
         lines.append(f"  weights sharded  {owners} (ops holding their weights, gradients and optimizer "
-                     "state in shards over their data-parallel axes)")
+                     "state in shards over their data-parallel axes)"
+                     + _effect_text(d.get("weight_states_effect"), "weights, gradients and optimizer state"))
     if "memory_gap" in d:
         lines += textwrap.wrap(d["memory_gap"], 100, initial_indent="  memory model     ",
                                subsequent_indent=" " * 19)
@@ -52,6 +54,13 @@ def plan_lines(plan: Plan, memory_cap_bytes: float | None = None, fits: bool = T
             lines.append("  nothing fits the cap; this is the plan that needs the least memory. Raise "
                          "--memory-cap, use more devices (--devices, --mode mini-parallelism) or a smaller batch")
     return lines
+
+
+def _effect_text(effect, what: str) -> str:
+    if not effect:
+        return ""
+    return (f"; {format_bytes(effect['saved_bytes'])} less {what} per device for "
+            f"{format_seconds(effect['time_s'])} more time (additive)")
 
 
 def profile_table(table: Mapping[int, tuple[Plan, bool]]) -> Table:

@@ -119,6 +119,9 @@ def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algor
     states = Counter(c.state for c in chosen.values() if c.sharded_state)
     if states:
         details["weight_states"] = dict(states)
+        details["weight_states_effect"] = sharding_effect(ctx.model, chosen)
+    if ctx.model.recompute:
+        details["recompute_effect"] = recompute_effect(ctx, chosen)
     plan = Plan(ctx.graph, ctx.cluster_name, ctx.num_devices, chosen, additive_time_s=time,
                 additive_memory_bytes=mem, algorithm=algorithm, optimizer=ctx.optimizer,
                 model=ctx.zoo_name, details=details, precision=ctx.precision, recompute=ctx.model.recompute)
@@ -132,6 +135,30 @@ def recomputing(ctx: PlanningContext, names: tuple[str, ...] | None = None) -> P
                       mixed_precision=ctx.model.mixed_precision, shard_updates=ctx.model.shard_updates,
                       compute_table=ctx.model.compute.table, recompute=names)
     return replace(ctx, model=model)
+
+
+def sharding_effect(model, strategy: Strategy) -> dict[str, float]:
+    """What holding weights sharded saves (weights, gradients and optimizer state on the device
+    where the plan peaks) and costs (additive time: gathers, reduce-scatters), against the same
+    strategy with every weight replicated."""
+    replicated = Strategy({op: c.base for op, c in strategy.items()}, strategy.reuse)
+    return _effect(model, replicated, model, strategy, ("weights", "gradients", "optimizer_state"))
+
+
+def recompute_effect(ctx: PlanningContext, strategy: Strategy) -> dict[str, float]:
+    """What recomputing the plan's blocks saves (kept activations on the device where the plan
+    peaks) and costs (additive time), against keeping every activation."""
+    keeping = CostModel(ctx.graph, ctx.model.cluster, optimizer=ctx.optimizer, num_devices=ctx.num_devices,
+                        mixed_precision=ctx.model.mixed_precision, shard_updates=ctx.model.shard_updates,
+                        compute_table=ctx.model.compute.table)
+    return _effect(keeping, strategy, ctx.model, strategy, ("activations",))
+
+
+def _effect(model_a, strategy_a, model_b, strategy_b, kinds) -> dict[str, float]:
+    parts_a, parts_b = model_a.memory_parts(strategy_a), model_b.memory_parts(strategy_b)
+    device = max(range(model_b.num_devices), key=lambda d: sum(kind[d] for kind in parts_b.values()))
+    saved = sum(parts_a[k][device] - parts_b[k][device] for k in kinds)
+    return {"saved_bytes": saved, "time_s": model_b.plan_cost(strategy_b).time_s - model_a.plan_cost(strategy_a).time_s}
 
 
 def memory_by_kind(model, strategy: Mapping[str, Configuration]) -> dict[str, Any]:

@@ -116,3 +116,12 @@ def test_ft_finds_the_exact_frontier_with_recomputation():
     model = CostModel(layered(2), "v100-2x8", num_devices=2, recompute=("layers.0", "layers.1"))
     space = build_uncapped_space(model, coarsening=False)
     assert_ft_finds_the_exact_frontier(model, space, (base for base, _ in space_assignments(space)))
+
+
+def test_a_recomputed_plan_says_what_it_saves_and_costs():
+    from stratagem.search.context import context, make_plan, recomputing
+    ctx = context(layered(2), "v100-2x8", 2)
+    plan = make_plan(recomputing(ctx), data_parallel(ctx.graph), "recomputed")
+    effect = plan.details["recompute_effect"]
+    assert effect["saved_bytes"] == 2 * (B // 2) * W * 4              # s0 and s1
+    assert effect["time_s"] > 0

@@ -80,3 +80,14 @@ def test_when_nothing_fits_the_modes_turn_to_sharded_weights():
 def registry_run(ctx, name, options=None):
     from stratagem.search import registry
     return registry.run(ctx, name, options or {})
+
+
+def test_plans_say_what_sharding_and_recomputation_save_and_cost():
+    """fsdp on 2 devices holds half of both layers' weight, gradient and Adam state; the gathers
+    cost time. The chain has no repeated blocks, so recomputation has nothing to say there."""
+    from stratagem.search.context import context
+    ctx = context(chain(layers=2, batch=2048, width=256), "v100-2x8", 2)
+    plan = registry_run(ctx, "fsdp")
+    effect = plan.details["weight_states_effect"]
+    assert effect["saved_bytes"] == 2 * 256 * 256 * 4 * (1 + 1 + 2) / 2
+    assert effect["time_s"] > 0 and "recompute_effect" not in plan.details
