@@ -59,8 +59,9 @@ def plan_lines(plan: Plan, memory_cap_bytes: float | None = None, fits: bool = T
 def _effect_text(effect, what: str) -> str:
     if not effect:
         return ""
-    return (f"; {format_bytes(effect['saved_bytes'])} less {what} per device for "
-            f"{format_seconds(effect['time_s'])} more time (additive)")
+    time_s = effect["time_s"]
+    change = f"for {format_seconds(time_s)} more time" if time_s >= 0 else f"and {format_seconds(-time_s)} less time"
+    return f"; {format_bytes(effect['saved_bytes'])} less {what} per device {change} (additive)"
 
 
 def profile_table(table: Mapping[int, tuple[Plan, bool]]) -> Table:
