@@ -68,8 +68,10 @@ class CostModel:
             compute_table = cluster.spec.ops_table      # the one the cluster file names, if any
         if isinstance(compute_table, (str, Path)):
             compute_table = ComputeTable.load(compute_table)
+        self.source_graph = graph
         self.graph, self.cluster = with_recompute(graph, recompute), cluster
         self.recompute = tuple(recompute)
+        self._siblings: dict[tuple[str, ...], CostModel] = {self.recompute: self}
         self.recomputed = recomputed_ops(self.graph)
         self.num_devices = cluster.device_count(num_devices)
         self.optimizer = Optimizer(optimizer)
@@ -89,6 +91,18 @@ class CostModel:
         self._shared: tuple[SharedTensor, ...] | None = None
 
     # ---- public API ---------------------------------------------------------------------------------
+    def recomputing(self, names: tuple[str, ...]) -> "CostModel":
+        """The same cost model (cluster, tables, optimizer, precision) with the blocks `names`
+        recomputed instead; made once per set of blocks and shared by all of them."""
+        names = tuple(names)
+        found = self._siblings.get(names)
+        if found is None:
+            found = CostModel(self.source_graph, self.cluster, self.optimizer.name, self.num_devices,
+                              self.compute.table, None, self.mixed_precision, self.shard_updates, names)
+            found._siblings = self._siblings
+            self._siblings[names] = found
+        return found
+
     def op_cost(self, op_name: str, config: Configuration) -> OpCost:
         key = (op_name, config)
         found = self._ops.get(key)

@@ -39,11 +39,11 @@ from stratagem.cost.steps import CommStep
 from stratagem.cost.weight_state import ShardedWeight, sharded_weights
 from stratagem.ir import Role, dtype_bytes, owned_parameters
 from stratagem.ir.ownership import PARAMETER_ROLES
-
-LOW_PRECISION = ("bfloat16", "float16")
 from stratagem.space import Configuration, Partial
 from stratagem.tdl.library import LIBRARY
 from stratagem.space.tensor_layout import TensorLayout, output_layout
+
+LOW_PRECISION = ("bfloat16", "float16")
 
 
 @dataclass(frozen=True)

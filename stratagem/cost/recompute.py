@@ -12,8 +12,8 @@ the cost model, the simulator and the runtime.
         backward    when backward reaches the block its forward runs again (each op's backward
                     time grows by its forward; its inputs are re-scheduled and its weights
                     gathered or cast again), then its backward, with the recomputed activations
-                    alive from the block's recomputation until each op's backward
-                    (`backward_activations`: what the simulator holds then)
+                    alive from the block's recomputation until each op's backward (the graph's
+                    meta `recompute_saved`: what sim.lifetimes holds then)
 """
 
 from __future__ import annotations
@@ -71,6 +71,11 @@ def _inputs(graph: Graph, ops: set[str]) -> tuple[str, ...]:
 
 
 def check_recompute(graph: Graph, names: Iterable[str]) -> tuple[str, ...]:
+    return _chosen(graph, names)[0]
+
+
+def _chosen(graph: Graph, names: Iterable[str]) -> tuple[tuple[str, ...], list[Block]]:
+    """`names`, checked, and their blocks."""
     known = {b.name: b for b in blocks(graph)}
     names = tuple(names)
     unknown = [n for n in names if n not in known]
@@ -78,7 +83,7 @@ def check_recompute(graph: Graph, names: Iterable[str]) -> tuple[str, ...]:
         raise ConfigError("recomputation names blocks the graph does not have",
                           expected=f"some of its repeated blocks ({', '.join(list(known)[:4]) or 'none'}...)",
                           got=", ".join(unknown[:3]), hint="Blocks are module-list elements, e.g. 'layers.0'")
-    return names
+    return names, [known[n] for n in dict.fromkeys(names)]
 
 
 def with_recompute(graph: Graph, names: Iterable[str]) -> Graph:
@@ -87,10 +92,9 @@ def with_recompute(graph: Graph, names: Iterable[str]) -> Graph:
     recompute (`recomputed`), what each would have kept (`recompute_saved`, the activations its
     backward holds again) and the block's last op (`recompute_from`, whose backward runs the
     recomputation first)."""
-    names = set(check_recompute(graph, names))
-    if not names:
+    _, chosen = _chosen(graph, names)
+    if not chosen:
         return graph
-    chosen = [b for b in blocks(graph) if b.name in names]
     saved_by, would_save, last_of, captured = {}, {}, {}, {}
     for block in chosen:
         first_reader: dict[str, str] = {}

@@ -57,10 +57,6 @@ class ShardedWeight:
         spec = graph.tensors[self.tensor]
         return float(self.read.local_num_elements(spec.shape) * dtype_bytes(spec.dtype))
 
-    def stored_bytes(self, graph: Graph) -> float:
-        spec = graph.tensors[self.tensor]
-        return float(self.stored.local_num_elements(spec.shape) * dtype_bytes(spec.dtype))
-
 
 def data_parallel_axes(read: TensorLayout, gradient: TensorLayout) -> tuple[int, ...]:
     return tuple(a for a, (p, g) in enumerate(zip(read.placements, gradient.placements))

@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import weakref
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,8 +150,7 @@ class PlanModule(nn.Module):
         if len(inputs) != len(graph.inputs):
             raise ExecutionError("wrong number of inputs", expected=f"{len(graph.inputs)} ({', '.join(graph.inputs)})",
                                  got=str(len(inputs)))
-        values: dict[str, DTensor] = dict(self._buffers_dt)
-        values.update(self.named_plan_parameters())
+        values = self._resident_values()
         for name, x in zip(graph.inputs, inputs):
             values[name] = self._input(name, self._cast(name, x.to(self.device)))
         moved: dict[tuple[str, TensorLayout], DTensor] = {}
@@ -171,6 +171,12 @@ class PlanModule(nn.Module):
         outs = tuple(values[t].full_tensor() for t in graph.outputs)
         return outs[0] if len(outs) == 1 else outs
 
+    def _resident_values(self) -> dict[str, DTensor]:
+        """The buffers and parameters, by graph tensor name."""
+        values: dict[str, DTensor] = dict(self._buffers_dt)
+        values.update(self.named_plan_parameters())
+        return values
+
     def _step(self, i: int, values, moved, in_block: bool = False) -> None:
         """Step i: read its inputs, run it, keep its outputs, let go what no later step reads."""
         step = self.schedule.steps[i]
@@ -190,8 +196,7 @@ class PlanModule(nn.Module):
     def _run_block(self, block: "RecomputedBlock", *inputs: DTensor) -> tuple[DTensor, ...]:
         """A recomputed block's steps (torch.utils.checkpoint runs it again in backward): its
         inputs as given, the weights and buffers from the module, its own moved copies."""
-        values: dict[str, DTensor] = dict(self._buffers_dt)
-        values.update(self.named_plan_parameters())
+        values = self._resident_values()
         values.update(zip(block.inputs, inputs))
         moved: dict[tuple[str, TensorLayout], DTensor] = {}
         for i in range(block.start, block.end):
@@ -234,10 +239,9 @@ class PlanModule(nn.Module):
                 dropped.append(local)
         if self.timer is not None:
             locals_ = [self.timer.stamp(x, step.op.name, "in") for x in locals_]
-        if step.regather and regather:
-            with freed_after_forward({i: locals_[i] for i in step.stored}, lambda i: self._regather(step, i)):
-                result = run_local(step.op.kind, step.attrs, locals_, step.view, step.analysis, step.adapter)
-        else:
+        hooks = (freed_after_forward({i: locals_[i] for i in step.stored}, lambda i: self._regather(step, i))
+                 if step.regather and regather else nullcontext())
+        with hooks:
             result = run_local(step.op.kind, step.attrs, locals_, step.view, step.analysis, step.adapter)
         results = list(result) if isinstance(result, (tuple, list)) else [result]
         results = [self._cast(t, r) for t, r in zip(step.op.outputs, results)]

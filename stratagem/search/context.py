@@ -131,10 +131,7 @@ def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algor
 def recomputing(ctx: PlanningContext, names: tuple[str, ...] | None = None) -> PlanningContext:
     """The same planning with the blocks `names` recomputed (None: every block of the graph)."""
     names = tuple(b.name for b in blocks(ctx.graph)) if names is None else names
-    model = CostModel(ctx.graph, ctx.model.cluster, optimizer=ctx.optimizer, num_devices=ctx.num_devices,
-                      mixed_precision=ctx.model.mixed_precision, shard_updates=ctx.model.shard_updates,
-                      compute_table=ctx.model.compute.table, recompute=names)
-    return replace(ctx, model=model)
+    return replace(ctx, model=ctx.model.recomputing(names))
 
 
 def sharding_effect(model, strategy: Strategy) -> dict[str, float]:
@@ -148,10 +145,7 @@ def sharding_effect(model, strategy: Strategy) -> dict[str, float]:
 def recompute_effect(ctx: PlanningContext, strategy: Strategy) -> dict[str, float]:
     """What recomputing the plan's blocks saves (kept activations on the device where the plan
     peaks) and costs (additive time), against keeping every activation."""
-    keeping = CostModel(ctx.graph, ctx.model.cluster, optimizer=ctx.optimizer, num_devices=ctx.num_devices,
-                        mixed_precision=ctx.model.mixed_precision, shard_updates=ctx.model.shard_updates,
-                        compute_table=ctx.model.compute.table)
-    return _effect(keeping, strategy, ctx.model, strategy, ("activations",))
+    return _effect(ctx.model.recomputing(()), strategy, ctx.model, strategy, ("activations",))
 
 
 def _effect(model_a, strategy_a, model_b, strategy_b, kinds) -> dict[str, float]:
