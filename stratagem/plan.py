@@ -7,9 +7,12 @@ per edge its tensor-reuse choice), and both costs: the additive one of TensorOpt
 `peak_memory_bytes`). Writes go to a temporary file first and are renamed into place, so a crash
 never leaves half a plan.
 
-Versions: 2 (this one) nests the strategy's dimensions under "strategy" ({"ops": ..., "reuse": ...});
-1 had the per-op configurations as "strategy" and "reuse" beside it. A version-1 file is read by
-migrating it (`migrate`); a newer version is refused with what to do. A new strategy dimension is a
+Versions: 4 (this one) may hold "pipeline" under "strategy" ({"cuts": [op, ...], "micro_batches": m,
+"schedule": "gpipe" | "1f1b"}; absent: no stages), and the graph is then one micro-batch's; 3 added
+weight states, the precision and recomputed blocks; 2 nests the strategy's dimensions under
+"strategy" ({"ops": ..., "reuse": ...}); 1 had the per-op configurations as "strategy" and "reuse"
+beside it. Older versions are read by migrating them (`migrate`: what they lack is the default);
+a newer version is refused with what to do. A new strategy dimension is a
 new key under "strategy", a version up, and a migration step from the last version.
 """
 
@@ -28,9 +31,11 @@ from stratagem.errors import ConfigError, StratagemError
 from stratagem.fields import Fields
 from stratagem.files import atomic_write_json, parse_json, read_text
 from stratagem.ir import Graph, check_precision, graph_from_dict, graph_to_dict
-from stratagem.space import Configuration, Edge, Level, Strategy, as_strategy, check_strategy
+from stratagem.space import (
+    Configuration, Edge, Level, Pipeline, Strategy, as_strategy, check_pipeline, check_strategy,
+)
 
-FORMAT_VERSION = 3      # 3: weight states, the training precision, recomputed blocks (2's: none, fp32)
+FORMAT_VERSION = 4      # 4: pipeline stages (3's: none); 3: weight states, precision, recomputed blocks
 
 
 @dataclass(frozen=True)
@@ -153,8 +158,12 @@ class Frontier(Sequence):
 
 
 def strategy_to_dict(strategy: Strategy) -> dict[str, Any]:
-    return {"ops": {op: config_to_dict(c) for op, c in strategy.ops.items()},
-            "reuse": {str(edge): option for edge, option in strategy.reuse.items()}}
+    out = {"ops": {op: config_to_dict(c) for op, c in strategy.ops.items()},
+           "reuse": {str(edge): option for edge, option in strategy.reuse.items()}}
+    if strategy.pipeline is not None:
+        p = strategy.pipeline
+        out["pipeline"] = {"cuts": list(p.cuts), "micro_batches": p.micro_batches, "schedule": p.schedule}
+    return out
 
 
 def config_to_dict(config: Configuration) -> dict[str, Any]:
@@ -201,11 +210,16 @@ def _graph(f: Fields) -> Graph:
 
 def _strategy(f: Fields, graph: Graph, num_devices: int) -> Strategy:
     ops = f.sub("ops")
-    strategy = Strategy({op: _config(ops, op, num_devices) for op in ops.data}, _reuse(f))
+    strategy = Strategy({op: _config(ops, op, num_devices) for op in ops.data}, _reuse(f), _pipeline(f))
     try:
         check_strategy(graph, strategy)
     except ConfigError as error:
         raise _in_field(ops, "", error) from None
+    if strategy.pipeline is not None:
+        try:
+            check_pipeline(graph, strategy, strategy.pipeline, num_devices)
+        except ConfigError as error:
+            raise _in_field(f, "pipeline", error) from None
     sharded = [op for op, config in strategy.items() if config.sharded_state]
     layouts = OpLayouts(graph) if sharded else None
     for op in sharded:
@@ -214,6 +228,19 @@ def _strategy(f: Fields, graph: Graph, num_devices: int) -> Strategy:
         except ConfigError as error:
             raise _in_field(ops, op, error) from None
     return strategy
+
+
+def _pipeline(f: Fields) -> Pipeline | None:
+    if not f.has("pipeline"):
+        return None
+    record = f.sub("pipeline")
+    cuts = record.raw("cuts")
+    if not isinstance(cuts, list) or not all(isinstance(c, str) for c in cuts) or not cuts:
+        raise record.error("cuts", "a non-empty list of op names (the first op of each stage after the first)", cuts)
+    try:
+        return Pipeline(tuple(cuts), record.raw("micro_batches"), record.text("schedule", "1f1b"))
+    except ConfigError as error:
+        raise _in_field(f, "pipeline", error) from None
 
 
 def _reuse(f: Fields) -> dict[Edge, str]:
@@ -292,11 +319,11 @@ def migrate(f: Fields) -> Mapping[str, Any]:
 
 def _version(f: Fields) -> int:
     version = f.raw("format_version", None)
-    if version in (1, 2, FORMAT_VERSION) and not isinstance(version, bool):
+    if version in (1, 2, 3, FORMAT_VERSION) and not isinstance(version, bool):
         return version
     newer = isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION
     raise ConfigError(f"{f.source}: unsupported plan file version", expected=f"format_version {FORMAT_VERSION} "
-                      "(or 1 or 2, which it migrates)", got=repr(version),
+                      "(or 1 to 3, which it migrates)", got=repr(version),
                       hint="Upgrade stratagem to read it" if newer else
                       "Write the plan again with this version of stratagem (`stratagem plan MODEL -o FILE`)")
 

@@ -1,10 +1,13 @@
 """A strategy: everything a plan decides about how to train, as one typed value.
 
-    Strategy(ops={op name: Configuration}, reuse={Edge: reuse option})
+    Strategy(ops={op name: Configuration}, reuse={Edge: reuse option}, pipeline=None | Pipeline)
 
   ops    per op, its device block and mesh axes (FlexFlow's SOAP per op; TensorOpt's ε);
   reuse  per edge whose tensor is re-scheduled, how the copy is kept for backward (TensorOpt §3.3's
          tensor-reuse options); an edge not named takes its cost's default.
+  pipeline  None (every op runs the whole batch in one step), or the stages, micro-batch count and
+            schedule (space.pipeline); the graph is then one micro-batch's, and each op's
+            configuration lies in its stage's device block.
 
 It is a Mapping from op name to Configuration (its `ops`), so code that reads a configuration per op
 reads a Strategy or a plain dict alike; `as_strategy` makes one of either. The cost model, the
@@ -27,6 +30,7 @@ from typing import Any, NamedTuple
 
 from stratagem.errors import ConfigError
 from stratagem.space.config import Configuration
+from stratagem.space.pipeline import Pipeline
 from stratagem.values import closest
 
 
@@ -55,6 +59,7 @@ class Edge(NamedTuple):
 class Strategy(Mapping):
     ops: Mapping[str, Configuration]
     reuse: Mapping[Edge, str] = field(default_factory=dict)
+    pipeline: Pipeline | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ops", MappingProxyType(dict(self.ops)))
@@ -71,14 +76,16 @@ class Strategy(Mapping):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Strategy):
-            return dict(self.ops) == dict(other.ops) and dict(self.reuse) == dict(other.reuse)
-        return isinstance(other, Mapping) and not self.reuse and dict(self.ops) == dict(other)
+            return (dict(self.ops) == dict(other.ops) and dict(self.reuse) == dict(other.reuse)
+                    and self.pipeline == other.pipeline)
+        return (isinstance(other, Mapping) and not self.reuse and self.pipeline is None
+                and dict(self.ops) == dict(other))
 
     __hash__ = None  # type: ignore[assignment]
 
     def with_ops(self, changes: Mapping[str, Configuration]) -> "Strategy":
         """This strategy with some ops' configurations replaced."""
-        return Strategy({**self.ops, **changes}, self.reuse)
+        return Strategy({**self.ops, **changes}, self.reuse, self.pipeline)
 
 
 def as_strategy(strategy: Strategy | Mapping[str, Configuration]) -> Strategy:
@@ -103,6 +110,11 @@ def check_strategy(graph, strategy: Any) -> None:
     if wrong:
         raise ConfigError("strategy has values that are not configurations", expected="a Configuration per op",
                           got=f"{type(strategy[wrong[0]]).__name__} for {_some(wrong)}")
+
+
+def pipeline_of(strategy: Mapping[str, Configuration]) -> Pipeline | None:
+    """The strategy's pipeline (None for a plain per-op mapping or a strategy without stages)."""
+    return strategy.pipeline if isinstance(strategy, Strategy) else None
 
 
 def reuse_of(strategy: Mapping[str, Configuration]) -> Mapping[Edge, str]:
