@@ -21,7 +21,7 @@ from stratagem.errors import StratagemError
 from stratagem.plan import Frontier, Plan
 from stratagem.search.context import check_graph, context
 from stratagem.search.planner import find_strategy, frontier
-from stratagem.sim.builder import Simulation
+from stratagem.sim.pipeline import open_simulation
 from stratagem.space import Configuration, check_strategy
 
 
@@ -34,7 +34,7 @@ def simulate(graph, cluster_or_name, strategy, devices: int | None = None, optim
     check_strategy(graph, strategy)
     ctx = context(graph, cluster_or_name, _devices_of(strategy) if devices is None else devices, optimizer,
                   precision=precision)
-    simulation = Simulation(ctx.model, strategy)
+    simulation = open_simulation(ctx.model, strategy)
     simulation.run()
     return simulation.result(with_trace)
 

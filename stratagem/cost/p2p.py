@@ -8,7 +8,9 @@ partial gradient contributions) hold separate pieces that must all be summed.
 
     for each destination device e and the region B it needs (nothing on a P-axis coordinate > 0):
         for each piece (region A, holders H) with A ∩ B not empty:
-            if e not in H: move |A ∩ B| bytes from the holder h in H nearest to e
+            if e not in H: move |A ∩ B| bytes from the holder h in H nearest to e (of those as
+                           near, the one that has sent least so far: a replicated tensor's copies
+                           go out over several devices' links at once)
     time = all transfers at once, sharing the links they cross (`Cluster.transfers_time_s`)
 """
 
@@ -45,6 +47,7 @@ def intersection_elements(a: Box, b: Box) -> int:
 def transfers(src: TensorLayout, dst: TensorLayout, shape: tuple[int, ...], itemsize: int,
               cluster: Cluster) -> dict[tuple[int, int], float]:
     moved: dict[tuple[int, int], float] = {}
+    sent: dict[int, float] = {}
     source = pieces(src, shape)
     for e in dst.devices:
         if not needs_value(dst, e):
@@ -55,8 +58,9 @@ def transfers(src: TensorLayout, dst: TensorLayout, shape: tuple[int, ...], item
             if elements == 0 or e in holders:
                 continue
             h = holders[0] if len(holders) == 1 else min(
-                holders, key=lambda h: (cluster.route_weight_s(h, e), h))
+                holders, key=lambda h: (cluster.route_weight_s(h, e), sent.get(h, 0.0), h))
             moved[(h, e)] = moved.get((h, e), 0.0) + elements * itemsize
+            sent[h] = sent.get(h, 0.0) + elements * itemsize
     return moved
 
 

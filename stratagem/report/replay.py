@@ -1,6 +1,6 @@
 """A plan file back into a simulation: its graph, its cluster (or another), its strategy.
 
-    simulation = replay(plan)                 # Simulation, already run
+    simulation = replay(plan)                 # Simulation (PipelineSimulation for stages), run
     simulation = replay(plan, cluster="x.yaml")
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from stratagem.plan import Plan
 from stratagem.search.context import context
-from stratagem.sim.builder import Simulation
+from stratagem.sim.pipeline import open_simulation
 
 
 def model_of(plan: Plan, cluster: str | None = None):
@@ -19,6 +19,6 @@ def model_of(plan: Plan, cluster: str | None = None):
 
 
 def replay(plan: Plan, cluster: str | None = None):
-    simulation = Simulation(model_of(plan, cluster), plan.strategy)
+    simulation = open_simulation(model_of(plan, cluster), plan.strategy)
     simulation.run()
     return simulation

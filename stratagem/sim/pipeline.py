@@ -1,0 +1,178 @@
+"""One iteration of a plan with pipeline stages, simulated: the task graph of one micro-batch
+(sim.builder, FlexFlow §5: every op on its stage's devices, the cuts crossed by point-to-point
+re-scheduling), then the schedule over its stages (sim.schedule).
+
+In the pipeline a stage sends its boundary activations once per micro-batch (space.pipeline:
+boundary_tensors; one relayed through each cut it crosses), where the task graph would move a
+tensor for each consumer at its turn. So the one micro-batch's timeline is taken with every
+transfer between stages made instant, and the cuts are priced on their own:
+    X_s   = sum over the tensors crossing cut s of one move into the next stage (the forward
+            steps of its first consumer there: cost model's re-scheduling, point to point)
+    Y_s   = the same for their gradients back (the backward steps)
+and per stage s (its ops; an edge's tasks belong to its consumer), from that timeline:
+    F_s   = (end of its last forward task: gathers, forward, re-scheduling inside s)
+            - (end of stage s-1's last forward; 0 for s = 0)
+    B_s   = (end of its last backward task) - (end of stage s+1's last backward; for the last
+            stage, the end of its own forward)
+    T_s   = (end of its last sync or update) - (end of its last backward)   once per iteration
+The schedule then runs m micro-batches (`run_schedule`); with m = 1 it takes the one micro-batch's
+timeline plus the cuts' moves.
+
+Memory on device d of stage s: the one micro-batch's peak there, plus the activations one
+micro-batch keeps there (cost model's memory by kind) for each further micro-batch the stage holds
+at once (GPipe: m, 1F1B: p - s).
+
+`change(op, config)` re-simulates the micro-batch's timeline incrementally (FlexFlow §5.3's delta
+simulation) and runs the schedule again; `run()` simulates it whole; both give the same result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from stratagem.sim.builder import Simulation, SimulationResult
+from stratagem.sim.schedule import ScheduleRun, StageTimes, run_schedule
+from stratagem.sim.trace import TraceTask
+from stratagem.space import Configuration, Strategy, check_pipeline, pipeline_of, stage_of
+
+
+class PipelineSimulation:
+    def __init__(self, model, strategy: Strategy):
+        self.pipeline = pipeline_of(strategy)
+        check_pipeline(model.graph, strategy, self.pipeline, model.num_devices)
+        self.model, self.graph = model, model.graph
+        self.stage = stage_of(self.graph, self.pipeline)
+        self.blocks = self.pipeline.stage_devices(model.num_devices)
+        self.inner = Simulation(model, strategy)
+        self._instant_cuts()
+        self._run: ScheduleRun | None = None
+
+    def run(self) -> SimulationResult:
+        self.inner.store.simulate()
+        self.inner._simulated = True
+        return self._schedule()
+
+    def change(self, op: str, config: Configuration) -> SimulationResult:
+        block = self.blocks[self.stage[op]]
+        if config.devices.start < block.start or config.devices.stop > block.stop:
+            raise ValueError(f"op {op!r} must stay on its stage's devices {block.start}..{block.stop - 1}")
+        self.inner.edit(op, config)
+        self._instant_cuts()
+        self.inner.store.update()
+        return self._schedule()
+
+    def summary(self) -> tuple[float, float]:
+        result = self.result()
+        return result.iteration_time_s, result.peak_memory_bytes
+
+    def _schedule(self) -> SimulationResult:
+        self._run = run_schedule(self.stage_times(), self.pipeline.micro_batches, self.pipeline.schedule)
+        return self.result()
+
+    def _crossing(self, k: int) -> bool:
+        edge, state = self.inner.state.edges[k], self.inner.state
+        return (edge.src_op is not None and not state.is_weight_edge(k)
+                and self.stage[edge.src_op] != self.stage[edge.dst_op])
+
+    def _instant_cuts(self) -> None:
+        """Every task moving a tensor between stages takes no time in the one micro-batch's timeline."""
+        state = self.inner.state
+        for k, tasks in state.edge_tasks.items():
+            if self._crossing(k):
+                for t in (*tasks["fwd"], *tasks["bwd"]):
+                    if self.inner.store.duration[t]:
+                        self.inner.store.set_duration(t, 0.0)
+
+    def cut_times(self) -> list[tuple[float, float]]:
+        """(X_s, Y_s) per cut: each crossing tensor moved once into the next stage, and back."""
+        state, p = self.inner.state, self.pipeline.num_stages
+        first: dict[tuple[str, int], int] = {}
+        for k, edge in enumerate(state.edges):
+            if self._crossing(k):
+                first.setdefault((edge.tensor, self.stage[edge.dst_op]), k)
+        cuts = [[0.0, 0.0] for _ in range(p - 1)]
+        for (tensor, dst), k in first.items():
+            if (tensor, dst) != min(((t, d) for t, d in first if t == tensor), key=lambda x: x[1]):
+                continue
+            cost = state.edge_cost(k)
+            src = self.stage[state.edges[k].src_op]
+            last = max(d for t, d in first if t == tensor)
+            for s in range(src, last):
+                cuts[s][0] += sum(step.time_s for step in cost.forward_steps)
+                cuts[s][1] += sum(step.time_s for step in cost.backward_steps)
+        return [tuple(c) for c in cuts]
+
+    # ---- the stages' times from one micro-batch's timeline ------------------------------------
+    def stage_times(self) -> list[StageTimes]:
+        p = self.pipeline.num_stages
+        forward, backward, tail = [0.0] * p, [0.0] * p, [0.0] * p
+        state, end = self.inner.state, self.inner.store.end
+        for name, tasks in state.op_tasks.items():
+            s = self.stage[name]
+            forward[s] = max([forward[s], *(end[t] for t in (*tasks["G"], *tasks["F"]))])
+            backward[s] = max([backward[s], *(end[t] for t in (*tasks["BG"], *tasks["B"]))])
+            tail[s] = max([tail[s], *(end[t] for t in (*tasks["sync"], *tasks["U"]))])
+        for k, tasks in state.edge_tasks.items():
+            if not self._crossing(k):
+                s = self.stage[state.edges[k].dst_op]
+                forward[s] = max([forward[s], *(end[t] for t in tasks["fwd"])])
+                backward[s] = max([backward[s], *(end[t] for t in tasks["bwd"])])
+        cuts = self.cut_times() + [(0.0, 0.0)]
+        times = []
+        for s in range(p):
+            began = forward[s - 1] if s else 0.0
+            gradients = forward[s] if s == p - 1 else backward[s + 1]
+            times.append(StageTimes(forward_s=float(max(forward[s] - began, 0.0)),
+                                    backward_s=float(max(backward[s] - gradients, 0.0)),
+                                    tail_s=float(max(tail[s] - backward[s], 0.0)),
+                                    send_s=float(cuts[s][0]), send_back_s=float(cuts[s][1])))
+        return times
+
+    # ---- the result ---------------------------------------------------------------------------
+    @property
+    def schedule_run(self) -> ScheduleRun:
+        if self._run is None:
+            self.run()
+        return self._run
+
+    def peak_memory_per_device(self) -> tuple[float, ...]:
+        one = self.inner.result().peak_memory_per_device
+        activations = self.model.memory_parts(self.inner.strategy)["activations"]
+        held = self.schedule_run.in_flight
+        peaks = list(one)
+        for s, block in enumerate(self.blocks):
+            for d in block:
+                peaks[d] = one[d] + max(held[s] - 1, 0) * activations[d]
+        return tuple(peaks)
+
+    def result(self, with_trace: bool = False) -> SimulationResult:
+        run, one = self.schedule_run, self.inner.result()
+        m = self.pipeline.micro_batches
+        peaks = self.peak_memory_per_device()
+        compute = [0.0] * len(peaks)
+        for a in run.actions:
+            for d in self.blocks[a.stage]:
+                compute[d] += a.end_s - a.start_s
+        iteration = run.iteration_time_s
+        return SimulationResult(
+            iteration, max(peaks), peaks, max(compute), one.communication_time_s * m,
+            one.communication_bytes * m, tuple(c / iteration if iteration else 0.0 for c in compute),
+            one.num_tasks * m, self._trace(run) if with_trace else (),
+            tuple(f"stage {s} (devices {b.start}-{b.stop - 1})" for s, b in enumerate(self.blocks)),
+            tuple("stages" for _ in self.blocks))
+
+    def _trace(self, run: ScheduleRun) -> tuple[TraceTask, ...]:
+        tasks = [TraceTask(f"{a.kind}{a.micro_batch}", "forward" if a.kind == "F" else "backward", (a.stage,),
+                           a.start_s, a.end_s, (("micro_batch", a.micro_batch),)) for a in run.actions]
+        for s, end in enumerate(run.stage_end_s):
+            last = max(a.end_s for a in run.actions if a.stage == s)
+            if end > last:
+                tasks.append(TraceTask("sync + update", "update", (s,), last, end))
+        return tuple(tasks)
+
+
+def open_simulation(model, strategy: Strategy | Mapping[str, Configuration]):
+    """The simulation of `strategy`: of its pipeline when it has stages, else of its one step."""
+    if pipeline_of(strategy) is not None:
+        return PipelineSimulation(model, strategy)
+    return Simulation(model, strategy)

@@ -1,0 +1,101 @@
+"""A plan with stages simulated (sim.pipeline): one micro-batch's timeline and the schedule over
+it. With one micro-batch and the cuts free it is the task graph's own timeline; delta equals full;
+memory grows with the micro-batches a stage holds (GPipe: all, 1F1B: p - s)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from stratagem.cost.recompute import blocks
+from stratagem.frontend import zoo
+from stratagem.search.context import context
+from stratagem.search.strategies import data_parallel_strategy, tensor_parallel_strategy
+from stratagem.sim.pipeline import PipelineSimulation, open_simulation
+from stratagem.sim.schedule import run_schedule
+from stratagem.space import Configuration, Pipeline, Strategy
+from stratagem.space.pipeline import stage_ops, staged
+
+CLUSTER, DEVICES = "a100-2x8", 8
+
+
+def pipeline_strategy(micro_batches: int, stages: int, schedule: str = "1f1b", tensor: bool = False):
+    graph = zoo.build("gpt-tiny-tiny" if stages <= 2 else "gpt-tiny", batch_size=8 // micro_batches)
+    found = blocks(graph)
+    cuts = tuple(found[len(found) * k // stages].ops[0] for k in range(1, stages))
+    pipe = Pipeline(cuts, micro_batches, schedule)
+    stage_ctx = context(graph, CLUSTER, DEVICES // stages)
+    per_stage = tensor_parallel_strategy(stage_ctx, 2) if tensor else data_parallel_strategy(stage_ctx)
+    return context(graph, CLUSTER, DEVICES), Strategy(staged(graph, pipe, DEVICES, per_stage), pipeline=pipe)
+
+
+@pytest.mark.parametrize("stages", [2, 4])
+@pytest.mark.parametrize("tensor", [False, True])
+def test_one_micro_batch_with_free_cuts_is_the_task_graphs_timeline(stages, tensor):
+    ctx, strategy = pipeline_strategy(1, stages, tensor=tensor)
+    simulation = PipelineSimulation(ctx.model, strategy)
+    simulation.run()
+    free = [replace(t, send_s=0.0, send_back_s=0.0) for t in simulation.stage_times()]
+    run = run_schedule(free, 1, "1f1b")
+    assert run.iteration_time_s == pytest.approx(simulation.inner.store.makespan(), rel=1e-9)
+    cuts = simulation.cut_times()
+    assert len(cuts) == stages - 1 and all(x > 0 and y > 0 for x, y in cuts)
+
+
+def test_delta_simulation_equals_full():
+    ctx, strategy = pipeline_strategy(2, 2)
+    simulation = PipelineSimulation(ctx.model, strategy)
+    simulation.run()
+    graph = ctx.graph
+    second = stage_ops(graph, strategy.pipeline)[1]
+    for op in (second[3], second[-2], stage_ops(graph, strategy.pipeline)[0][5]):
+        block = strategy[op].devices
+        config = Configuration((), block.start)         # the op on one device of its stage
+        delta = simulation.change(op, config)
+        strategy = Strategy(strategy.with_ops({op: config}).ops, pipeline=strategy.pipeline)
+        full = PipelineSimulation(ctx.model, strategy).run()
+        assert delta.iteration_time_s == pytest.approx(full.iteration_time_s, rel=1e-9)
+        assert delta.peak_memory_per_device == pytest.approx(full.peak_memory_per_device, rel=1e-9)
+
+
+def test_a_change_may_not_leave_its_stage():
+    ctx, strategy = pipeline_strategy(2, 2)
+    simulation = PipelineSimulation(ctx.model, strategy)
+    simulation.run()
+    op = stage_ops(ctx.graph, strategy.pipeline)[0][4]
+    with pytest.raises(ValueError, match="stage's devices"):
+        simulation.change(op, Configuration((), DEVICES - 1))
+
+
+def test_memory_grows_with_the_micro_batches_a_stage_holds():
+    results = {}
+    for schedule in ("gpipe", "1f1b"):
+        ctx, strategy = pipeline_strategy(4, 2, schedule)
+        simulation = PipelineSimulation(ctx.model, strategy)
+        results[schedule] = simulation.run()
+        one = simulation.inner.result().peak_memory_per_device
+        activations = ctx.model.memory_parts(strategy)["activations"]
+        held = simulation.schedule_run.in_flight
+        assert held == ((4, 4) if schedule == "gpipe" else (2, 1))
+        for s, block in enumerate(strategy.pipeline.stage_devices(DEVICES)):
+            for d in block:
+                assert results[schedule].peak_memory_per_device[d] == pytest.approx(
+                    one[d] + (held[s] - 1) * activations[d], rel=1e-12)
+    assert results["1f1b"].peak_memory_bytes < results["gpipe"].peak_memory_bytes
+
+
+def test_more_micro_batches_shrink_the_bubble():
+    times = {}
+    for m in (2, 8):
+        ctx, strategy = pipeline_strategy(m, 2)
+        simulation = PipelineSimulation(ctx.model, strategy)
+        simulation.run()
+        times[m] = max(simulation.schedule_run.idle_fraction(s) for s in range(2))
+    assert times[8] < times[2]
+
+
+def test_open_simulation_picks_the_pipeline_only_for_stages():
+    ctx, strategy = pipeline_strategy(2, 2)
+    assert isinstance(open_simulation(ctx.model, strategy), PipelineSimulation)
+    assert not isinstance(open_simulation(ctx.model, dict(strategy.ops)), PipelineSimulation)
