@@ -40,9 +40,11 @@ def items_per_iteration(graph: Graph) -> tuple[int, str]:
     return 1, "iterations"
 
 
-def throughput(model, iteration_time_s: float) -> Throughput:
+def throughput(model, iteration_time_s: float, micro_batches: int = 1) -> Throughput:
+    """`micro_batches`: the iteration runs the model's graph (one micro-batch's) that many times."""
     items, unit = items_per_iteration(model.graph)
+    items *= micro_batches
     dtype = next((s.dtype for s in model.graph.tensors.values() if s.dtype in ("bfloat16", "float16")), "float32")
     peak = model.device.peak_flops_per_s(dtype, True)
-    mfu = model_flops(model) / (iteration_time_s * model.num_devices * peak) if peak and iteration_time_s > 0 else None
+    mfu = micro_batches * model_flops(model) / (iteration_time_s * model.num_devices * peak) if peak and iteration_time_s > 0 else None
     return Throughput(items / iteration_time_s if iteration_time_s > 0 else float("nan"), unit, mfu)

@@ -26,7 +26,8 @@ from stratagem.plan import Plan
 from stratagem.search.agreement import memory_gap_note
 from stratagem.search.space import additive_cost
 from stratagem.sim.builder import Simulation
-from stratagem.space import Configuration, SpaceOptions, Strategy
+from stratagem.sim.pipeline import PipelineSimulation
+from stratagem.space import Configuration, SpaceOptions, Strategy, pipeline_of
 
 MEMORY_SAFETY = 1.1       # TensorOpt §5.2: a 16 GB device plans for 16 / 1.1 = 14.5 GB
 
@@ -105,7 +106,9 @@ def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algor
     """A simulated plan with both its additive and its simulated costs. `reuse`: tensor-reuse
     choices by edge index (FT's form), or none."""
     edges = ctx.model.edges()
-    chosen = Strategy(strategy, {edges[k]: option for k, option in (reuse or {}).items()})
+    chosen = Strategy(strategy, {edges[k]: option for k, option in (reuse or {}).items()}, pipeline_of(strategy))
+    if chosen.pipeline is not None:
+        return _pipeline_plan(ctx, chosen, algorithm, details)
     mem, time = additive_cost(ctx.model, chosen)
     simulation = Simulation(ctx.model, chosen)
     result = simulation.run()
@@ -124,6 +127,28 @@ def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algor
         details["recompute_effect"] = recompute_effect(ctx, chosen)
     plan = Plan(ctx.graph, ctx.cluster_name, ctx.num_devices, chosen, additive_time_s=time,
                 additive_memory_bytes=mem, algorithm=algorithm, optimizer=ctx.optimizer,
+                model=ctx.zoo_name, details=details, precision=ctx.precision, recompute=ctx.model.recompute)
+    return plan.with_simulation(result)
+
+
+def _pipeline_plan(ctx: PlanningContext, strategy: Strategy, algorithm: str,
+                   details: Mapping[str, Any] | None) -> Plan:
+    """A plan with stages, simulated (sim.pipeline). Eq. 3 prices one step on every device, not a
+    schedule: such a plan records its simulated costs as its additive ones, and says so."""
+    simulation = PipelineSimulation(ctx.model, strategy)
+    result = simulation.run()
+    pipe, run = strategy.pipeline, simulation.schedule_run
+    details = dict(details or {})
+    details["memory_by_kind"] = memory_by_kind(ctx.model, strategy)
+    details["pipeline"] = {"in_flight": list(run.in_flight),
+                           "bubble": max(run.idle_fraction(s) for s in range(pipe.num_stages)),
+                           "stage_times_s": [[t.forward_s, t.backward_s, t.tail_s, t.send_s, t.send_back_s]
+                                             for t in simulation.stage_times()]}
+    rate = throughput(ctx.model, result.iteration_time_s, pipe.micro_batches)
+    details["throughput"] = {"per_s": rate.items_per_s, "unit": rate.unit, "mfu": rate.mfu}
+    details["additive"] = "Eq. 3 prices no schedule: the simulated costs"
+    plan = Plan(ctx.graph, ctx.cluster_name, ctx.num_devices, strategy, additive_time_s=result.iteration_time_s,
+                additive_memory_bytes=result.peak_memory_bytes, algorithm=algorithm, optimizer=ctx.optimizer,
                 model=ctx.zoo_name, details=details, precision=ctx.precision, recompute=ctx.model.recompute)
     return plan.with_simulation(result)
 

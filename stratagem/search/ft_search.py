@@ -43,6 +43,9 @@ class FTSearchOptions:
     recompute: bool = field(default=False, metadata={
         "help": "recompute every repeated block (module-list element) in backward: full activation "
                 "checkpointing; the modes turn it on when no plan fits without"})
+    pipeline: str = field(default="auto", metadata={
+        "help": "the modes also weigh plans with pipeline stages (search.pipeline): yes | no | auto (when "
+                "the devices span more than one node and the model is from the zoo)"})
 
     @property
     def searched_space(self) -> SpaceOptions:

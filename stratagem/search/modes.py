@@ -1,7 +1,8 @@
 """The modes of TensorOpt §4.1, for any search: which plan a user gets.
 
-    plan_at(ctx, algorithm, options)   one device count: FT's frontier (and its alternatives) cut at
-                                       the memory cap, least time; when nothing fits, FT again with
+    plan_at(ctx, algorithm, options)   one device count: FT's frontier (and its alternatives, and
+                                       plans with pipeline stages across nodes) cut at the memory
+                                       cap, least time; when nothing fits, FT again with
                                        weights held sharded as a choice (`state_sharding`), then with
                                        every block recomputed (`recompute`); any other search its plan.
                                        Returns (plan, fits): the leanest plan when nothing fits.
@@ -22,17 +23,20 @@ from typing import Any
 from stratagem.cluster import Cluster
 from stratagem.plan import Frontier, Plan
 from stratagem.search import registry
+from stratagem.errors import ConfigError, StratagemError
 from stratagem.search.context import NothingFits, PlanningContext, least_time
 from stratagem.search.ft_search import frontier
+from stratagem.search.pipeline import in_zoo, pipeline_plans
 
 MODES = ("mini_time", "mini_parallelism", "profiling")
 Track = Callable[[Iterable[int], str], Iterable[int]]
 
 
-def mini_time(front: Frontier, memory_cap_bytes: float) -> Plan:
-    """The least simulated time under the cap over a frontier and its alternatives (data parallel,
-    simulated: a plan chosen is never slower than the simplest one); NothingFits when none fits."""
-    return least_time([*front, *front.alternatives], memory_cap_bytes)
+def mini_time(front: Frontier, memory_cap_bytes: float, staged: Iterable[Plan] = ()) -> Plan:
+    """The least simulated time under the cap over a frontier, its alternatives (data parallel,
+    simulated: a plan chosen is never slower than the simplest one) and plans with stages;
+    NothingFits when none fits."""
+    return least_time([*front, *front.alternatives, *staged], memory_cap_bytes)
 
 
 def plan_at(ctx: PlanningContext, algorithm: str = "ft", options: Any = None) -> tuple[Plan, bool]:
@@ -55,8 +59,9 @@ def least_time_ft(ctx: PlanningContext, options: Any = None) -> Plan:
     plan seen (`leanest`)."""
     chosen = registry.make_options("ft", options)
     front = frontier(ctx, chosen)
+    staged = staged_plans(ctx, chosen.pipeline)
     try:
-        return mini_time(front, ctx.memory_cap_bytes)
+        return mini_time(front, ctx.memory_cap_bytes, staged)
     except NothingFits as refusal:
         refusal.leanest, failed = front.min_memory, refusal
     if not (chosen.state_sharding or chosen.recompute):
@@ -75,6 +80,28 @@ def least_time_ft(ctx: PlanningContext, options: Any = None) -> Plan:
         except NothingFits as refusal:
             refusal.leanest, failed = front.min_memory, refusal
     raise failed
+
+
+PIPELINE_CHOICES = ("auto", "yes", "no")
+
+
+def staged_plans(ctx: PlanningContext, choice: str = "auto") -> list[Plan]:
+    """The pipeline search's plans (search.pipeline) the modes weigh: with "yes", or with "auto"
+    when the devices span more than one node (where links between nodes are slower) and the model
+    is from the zoo (the micro-batch's graph is built again); none where the graph has no stages."""
+    if choice not in PIPELINE_CHOICES:
+        raise ConfigError("pipeline choice is not valid", expected=" | ".join(PIPELINE_CHOICES), got=repr(choice))
+    if choice == "no":
+        return []
+    if choice == "auto" and (ctx.num_devices <= ctx.cluster.spec.devices_per_node
+                             or not in_zoo(ctx.zoo_name or ctx.graph.name)):
+        return []
+    try:
+        return pipeline_plans(ctx)
+    except StratagemError:
+        if choice == "yes":
+            raise
+        return []
 
 
 def _practitioners_fitting(ctx: PlanningContext) -> Plan | None:

@@ -19,7 +19,7 @@ from typing import Any
 from stratagem import values
 from stratagem.errors import ConfigError
 from stratagem.plan import Plan
-from stratagem.search import baselines, exhaustive, expert, ft_search, mcmc, random_search, tofu
+from stratagem.search import baselines, exhaustive, expert, ft_search, mcmc, pipeline, random_search, tofu
 from stratagem.search.context import NoOptions, PlanningContext
 
 
@@ -46,6 +46,8 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
     Algorithm("mcmc", mcmc.mcmc, mcmc.MCMCOptions, "FlexFlow's MCMC priced by the simulator"),
     Algorithm("exhaustive", exhaustive.exhaustive, exhaustive.ExhaustiveOptions, "branch and bound (small spaces)"),
     Algorithm("tofu", tofu.tofu, tofu.TofuOptions, "Tofu's recursive partitioning (least communication)"),
+    Algorithm("pipeline", pipeline.pipeline, pipeline.PipelineOptions,
+              "pipeline stages on device blocks, micro-batches, a practitioners' plan in each stage"),
     Algorithm("random", random_search.random_search, random_search.RandomOptions, "the best of random strategies"),
 )}
 

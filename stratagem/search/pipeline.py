@@ -1,0 +1,276 @@
+"""Pipeline plans: stage cuts, micro-batch count, schedule and each stage's own plan, found together
+(Alpa, Zheng et al. OSDI 2022 §5: a dynamic program over contiguous layer ranges whose inner cost is
+a stage's plan; here the stages are equal device blocks, as torchtitan's PP mesh dim has them).
+
+    for each stage count p dividing the devices (2 <= p <= the graph's repeated blocks)
+      for each micro-batch count m in {p, 2p, 4p} dividing the batch (fewer leave most stages
+          idle; more shrink the bubble below 1/5 and each micro-batch's kernels)
+        g_m  = the graph at batch / m (`micro_batch_graph`: the zoo builds it again)
+        for each inner plan of one stage's d = N / p devices (`INNER`: what practitioners
+             configure in a stage: data parallel and FSDP where the micro-batch splits over d,
+             tensor parallel in a node with FSDP across) and with / without every block
+             recomputed (by default only where the plan without does not fit):
+          cuts  = `balanced_cuts`: the blocks cut into p contiguous runs minimizing the largest
+                  run's forward + backward time (the ops before the first block go with stage 0,
+                  after the last with stage p - 1), by the linear-partition DP
+                  T[j][k] = min over i < j of max(T[i][k-1], sum of items i..j-1)
+          the plan: every op's configuration moved into its stage's block (space.pipeline.staged),
+                  simulated (sim.pipeline: one micro-batch's timeline, then the schedule)
+A weight two stages would read (a tied embedding and head) rules a cut out; graphs whose blocks
+cannot be cut so give no pipeline plans.
+
+`pipeline_plans(ctx, options)` returns every plan priced; `pipeline(ctx, options)` (the
+registered search "pipeline") the fastest under the memory cap, else the leanest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from stratagem.cost.recompute import blocks
+from stratagem.errors import ConfigError, StratagemError
+from stratagem.ir import Graph, Role
+from stratagem.plan import Plan
+from stratagem.search.baselines import tensor_width
+from stratagem.search.context import PlanningContext, context, least_time, make_plan, recomputing
+from stratagem.search.strategies import data_parallel_strategy, tensor_parallel_strategy, with_sharded_state
+from stratagem.space import SCHEDULES, Pipeline, Strategy, divisors
+from stratagem.space.pipeline import staged
+
+INNER = ("data-parallel", "fsdp", "fsdp-tp")
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    stages: int = field(default=0, metadata={"help": "stage count (0: every divisor of the devices that fits)"})
+    micro_batches: int = field(default=0, metadata={"help": "micro-batch count (0: 1, 2 and 4 times the stage "
+                                                             "count, where they divide the batch)"})
+    schedule: str = field(default="1f1b", metadata={"help": "gpipe | 1f1b"})
+    inner: str = field(default="", metadata={"help": "each stage's plan: data-parallel | fsdp | fsdp-tp "
+                                                     "(empty: all)"})
+    recompute: str = field(default="auto", metadata={"help": "recompute every block: yes | no | both | auto "
+                                                             "(only where the plan without does not fit)"})
+
+
+def pipeline(ctx: PlanningContext, options: PipelineOptions = PipelineOptions()) -> Plan:
+    plans = pipeline_plans(ctx, options)
+    try:
+        return least_time(plans, ctx.memory_cap_bytes)
+    except StratagemError:
+        return min(plans, key=lambda p: (p.peak_memory_bytes, p.iteration_time_s))
+
+
+def pipeline_plans(ctx: PlanningContext, options: PipelineOptions = PipelineOptions(),
+                   graph_at: Callable[[int], Graph] | None = None) -> list[Plan]:
+    """Every (stages, micro-batches, inner plan, recomputation) candidate, simulated."""
+    _check(options)
+    batch = _batch(ctx.graph)
+    graph_at = graph_at or _zoo_graph(ctx)
+    plans, graphs, micro_contexts = [], {}, {}
+    for p in _stage_counts(ctx, options):
+        if not _can_cut(ctx.graph, p):
+            continue
+        for m in _micro_batch_counts(batch, p, options):
+            if m not in micro_contexts:
+                graphs[m] = graph_at(batch // m)
+                micro_contexts[m] = replace(context(graphs[m], ctx.cluster, ctx.num_devices, ctx.optimizer,
+                                                    ctx.memory_cap_bytes, precision=ctx.precision),
+                                            cluster_name=ctx.cluster_name, zoo_name=ctx.zoo_name)
+            micro = micro_contexts[m]
+            stage = context(graphs[m], ctx.cluster, ctx.num_devices // p, ctx.optimizer,
+                            precision=ctx.precision)
+            for inner in _inner_plans(options, batch // m, ctx.num_devices // p):
+                for recompute in _recompute_choices(options):
+                    plan = _candidate(micro, stage, p, m, inner, recompute, options.schedule)
+                    if plan is not None:
+                        plans.append(plan)
+                    if options.recompute == "auto" and (plan is None or plan.peak_memory_bytes <= ctx.memory_cap_bytes):
+                        break
+    if not plans:
+        raise StratagemError("no pipeline plan for this graph and device count",
+                             expected="a graph of 2 or more repeated blocks (module-list elements) whose "
+                                      "weights each stage reads alone, and a stage count dividing the devices",
+                             got=f"{len(blocks(ctx.graph))} blocks, {ctx.num_devices} devices",
+                             hint="Plan without stages (--algorithm ft, fsdp, fsdp-tp)")
+    return plans
+
+
+def _candidate(micro: PlanningContext, stage: PlanningContext, p: int, m: int, inner: str, recompute: bool,
+               schedule: str) -> Plan | None:
+    per_stage = inner_strategy(stage, inner)
+    if per_stage is None:
+        return None
+    ctx = recomputing(micro) if recompute else micro
+    cuts = balanced_cuts(ctx, stage, per_stage, p)
+    if cuts is None:
+        return None
+    pipe = Pipeline(cuts, m, schedule)
+    strategy = Strategy(staged(ctx.graph, pipe, ctx.num_devices, per_stage), pipeline=pipe)
+    label = f"pipeline {p}x{m} {schedule}, {inner}" + (" + recompute" if recompute else "")
+    return make_plan(ctx, strategy, "pipeline", details={"stage_plan": inner, "label": label})
+
+
+def inner_strategy(stage: PlanningContext, inner: str) -> dict | None:
+    """One stage's plan on its d devices (devices 0..d-1), or None where it does not apply."""
+    if inner == "data-parallel":
+        return data_parallel_strategy(stage)
+    if inner == "fsdp":
+        return with_sharded_state(stage, data_parallel_strategy(stage)) if stage.num_devices > 1 else None
+    tensor = tensor_width(stage)
+    if tensor < 2:
+        return None
+    return with_sharded_state(stage, tensor_parallel_strategy(stage, tensor))
+
+
+def balanced_cuts(ctx: PlanningContext, stage: PlanningContext, per_stage: dict, p: int) -> tuple[str, ...] | None:
+    """The first op of stages 1..p-1: the blocks cut into p runs of least largest time (the
+    linear-partition DP), among cuts that keep each weight's readers in one stage."""
+    found = blocks(ctx.graph)
+    if len(found) < p:
+        return None
+    graph, index = ctx.graph, ctx.graph.op_index
+    starts = [index[b.ops[0]] for b in found] + [len(graph.ops)]
+    starts[0] = 0
+    times = [_op_time(stage, op.name, per_stage[op.name]) for op in graph.ops]
+    items = [sum(times[a:b]) for a, b in zip(starts, starts[1:])]
+    allowed = _allowed_cuts(graph, starts)
+    chosen = _partition(items, p, allowed)
+    if chosen is None:
+        return None
+    return tuple(graph.ops[starts[i]].name for i in chosen)
+
+
+def _can_cut(graph: Graph, parts: int) -> bool:
+    """Whether the graph's blocks can be cut into `parts` stages without splitting a weight's readers."""
+    found = blocks(graph)
+    if len(found) < parts:
+        return False
+    index = graph.op_index
+    starts = [0] + [index[b.ops[0]] for b in found[1:]] + [len(graph.ops)]
+    return _partition([1.0] * len(found), parts, _allowed_cuts(graph, starts)) is not None
+
+
+def _op_time(stage: PlanningContext, op: str, config) -> float:
+    cost = stage.model.op_cost(op, config)
+    return cost.forward_time_s + cost.backward_time_s
+
+
+def _allowed_cuts(graph: Graph, starts: list[int]) -> set[int]:
+    """Item indices i (a cut before item i) that no weight's readers straddle."""
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for i, op in enumerate(graph.ops):
+        for t in op.inputs:
+            if graph.tensors[t].role in (Role.WEIGHT, Role.BUFFER):
+                first.setdefault(t, i)
+                last[t] = i
+    spans = [(first[t], last[t]) for t in first]
+    return {i for i in range(1, len(starts) - 1)
+            if not any(a < starts[i] <= b for a, b in spans)}
+
+
+def _partition(items: list[float], parts: int, allowed: set[int]) -> list[int] | None:
+    """Cut positions (item indices) splitting `items` into `parts` contiguous runs whose largest
+    sum is least; cuts only at `allowed` positions. None when no such cut exists."""
+    n = len(items)
+    prefix = [0.0]
+    for x in items:
+        prefix.append(prefix[-1] + x)
+    inf = float("inf")
+    best = [[inf] * (parts + 1) for _ in range(n + 1)]
+    back = [[-1] * (parts + 1) for _ in range(n + 1)]
+    best[0][0] = 0.0
+    for k in range(1, parts + 1):
+        for j in range(k, n + 1):
+            if j < n and j not in allowed:
+                continue
+            for i in range(k - 1, j):
+                if best[i][k - 1] == inf or (i > 0 and i not in allowed):
+                    continue
+                cost = max(best[i][k - 1], prefix[j] - prefix[i])
+                if cost < best[j][k]:
+                    best[j][k], back[j][k] = cost, i
+    if best[n][parts] == inf:
+        return None
+    cuts, j = [], n
+    for k in range(parts, 0, -1):
+        j = back[j][k]
+        cuts.append(j)
+    return sorted(cuts)[1:]
+
+
+def _check(options: PipelineOptions) -> None:
+    if options.schedule not in SCHEDULES:
+        raise ConfigError("unknown pipeline schedule", expected=" | ".join(SCHEDULES), got=repr(options.schedule))
+    if options.inner and options.inner not in INNER:
+        raise ConfigError("unknown stage plan", expected=" | ".join(INNER), got=repr(options.inner))
+    if options.recompute not in ("yes", "no", "both", "auto"):
+        raise ConfigError("recompute option is not valid", expected="yes | no | both | auto",
+                          got=repr(options.recompute))
+
+
+def _inner_plans(options: PipelineOptions, micro_batch: int, stage_devices: int) -> tuple[str, ...]:
+    """The stage plans to try: the one asked for, else all; data parallel and FSDP only where the
+    micro-batch splits over the stage's devices (else every device would compute the same)."""
+    if options.inner:
+        return (options.inner,)
+    splits = micro_batch % stage_devices == 0
+    return tuple(inner for inner in INNER if splits or inner == "fsdp-tp")
+
+
+def _recompute_choices(options: PipelineOptions) -> tuple[bool, ...]:
+    return {"yes": (True,), "no": (False,), "both": (False, True), "auto": (False, True)}[options.recompute]
+
+
+def _stage_counts(ctx: PlanningContext, options: PipelineOptions) -> list[int]:
+    limit = len(blocks(ctx.graph))
+    if options.stages:
+        if ctx.num_devices % options.stages or not 2 <= options.stages <= max(limit, 2):
+            raise ConfigError("stage count is not valid",
+                              expected=f"a divisor of {ctx.num_devices} devices from 2 to {limit} (the blocks)",
+                              got=str(options.stages))
+        return [options.stages]
+    return [p for p in divisors(ctx.num_devices) if 2 <= p <= limit]
+
+
+def _micro_batch_counts(batch: int, stages: int, options: PipelineOptions) -> list[int]:
+    if options.micro_batches:
+        if batch % options.micro_batches:
+            raise ConfigError("micro-batch count does not divide the batch",
+                              expected=f"a divisor of the batch of {batch}", got=str(options.micro_batches),
+                              hint="Micro-batches come from the global batch: build the model with a larger batch")
+        return [options.micro_batches]
+    return [m for m in divisors(batch) if m in (stages, 2 * stages, 4 * stages)]
+
+
+def _batch(graph: Graph) -> int:
+    sizes = {graph.tensors[t].shape[graph.tensors[t].sample_dim] for t in graph.inputs
+             if graph.tensors[t].sample_dim is not None}
+    if len(sizes) != 1:
+        raise ConfigError("the graph's batch is not known", expected="inputs with one batch size (their sample dim)",
+                          got=f"batch sizes {sorted(sizes)}")
+    return sizes.pop()
+
+
+def in_zoo(name: str) -> bool:
+    from stratagem import zoo
+    try:
+        zoo.info(name)
+    except StratagemError:
+        return False
+    return True
+
+
+def _zoo_graph(ctx: PlanningContext) -> Callable[[int], Graph]:
+    """The zoo model the context plans, built at another batch size."""
+    name = ctx.zoo_name or ctx.graph.name
+    if not in_zoo(name):
+        raise ConfigError("pipeline stages need the model at the micro-batch size",
+                          expected="a zoo model (sg.zoo.build(name))", got=f"graph {ctx.graph.name!r}",
+                          hint="Pass graph_at=lambda batch: sg.capture(module, inputs of that batch)")
+
+    def build(batch: int) -> Graph:
+        from stratagem import zoo
+        return zoo.build(name, batch_size=batch)
+    return build

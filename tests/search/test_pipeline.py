@@ -1,0 +1,95 @@
+"""The pipeline search (search.pipeline): its stage cuts are the linear-partition optimum (checked
+against every cut), never split a weight's readers, and every plan it returns is a valid pipeline,
+simulated; the modes weigh such plans across nodes."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from stratagem.errors import ConfigError, StratagemError
+from stratagem.frontend import zoo
+from stratagem.plan import Plan
+from stratagem.search import registry
+from stratagem.search.context import context
+from stratagem.search.modes import staged_plans
+from stratagem.search.pipeline import PipelineOptions, _partition, pipeline_plans
+from stratagem.space import check_pipeline
+
+
+def brute_force(items, parts, allowed):
+    best = None
+    for cuts in itertools.combinations(sorted(allowed), parts - 1):
+        bounds = (0, *cuts, len(items))
+        cost = max(sum(items[a:b]) for a, b in zip(bounds, bounds[1:]))
+        best = cost if best is None else min(best, cost)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_cuts_are_the_least_largest_run_over_every_allowed_cut(seed):
+    rng = random.Random(seed)
+    n, parts = rng.randint(2, 9), rng.randint(2, 4)
+    items = [rng.uniform(0.1, 3.0) for _ in range(n)]
+    allowed = {i for i in range(1, n) if rng.random() < 0.7}
+    chosen = _partition(items, parts, allowed)
+    expected = brute_force(items, parts, allowed)
+    if expected is None:
+        assert chosen is None
+        return
+    assert set(chosen) <= allowed and len(chosen) == parts - 1
+    bounds = (0, *chosen, n)
+    assert max(sum(items[a:b]) for a, b in zip(bounds, bounds[1:])) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.fixture(scope="module")
+def gpt_plans():
+    ctx = context(zoo.build("gpt-tiny"), "a100-2x8", 16)
+    return ctx, pipeline_plans(ctx, PipelineOptions(recompute="no"))
+
+
+def test_every_plan_is_a_valid_simulated_pipeline(gpt_plans):
+    ctx, plans = gpt_plans
+    assert {(p.strategy.pipeline.num_stages, p.strategy.pipeline.micro_batches) for p in plans} == {
+        (2, 2), (2, 4), (2, 8), (4, 4), (4, 8)}
+    for plan in plans:
+        check_pipeline(plan.graph, plan.strategy, plan.strategy.pipeline, 16)
+        batch = plan.graph.tensors["tokens"].shape[0]
+        assert batch * plan.strategy.pipeline.micro_batches == ctx.graph.tensors["tokens"].shape[0]
+        assert plan.iteration_time_s > 0 and plan.peak_memory_bytes > 0
+        assert Plan.from_dict(plan.to_dict()).strategy == plan.strategy
+
+
+def test_the_registered_search_returns_the_fastest_that_fits(gpt_plans):
+    ctx, plans = gpt_plans
+    chosen = registry.run(ctx, "pipeline", {"recompute": "no"})
+    assert chosen.iteration_time_s == pytest.approx(min(p.iteration_time_s for p in plans), rel=1e-12)
+
+
+def test_a_weight_shared_by_the_first_and_last_block_leaves_no_cut():
+    ctx = context(zoo.build("transformer-tiny"), "cpu-1x2", 2)
+    with pytest.raises(StratagemError, match="no pipeline plan"):
+        pipeline_plans(ctx)
+
+
+@pytest.mark.parametrize("options,match", [
+    (dict(stages=3), "stage count is not valid"),
+    (dict(micro_batches=3), "does not divide the batch"),
+    (dict(schedule="zero-bubble"), "unknown pipeline schedule"),
+    (dict(inner="ddp"), "unknown stage plan"),
+])
+def test_bad_options_are_refused(options, match):
+    ctx = context(zoo.build("gpt-tiny-tiny"), "a100-1x8", 8)
+    with pytest.raises(ConfigError, match=match):
+        pipeline_plans(ctx, PipelineOptions(**options))
+
+
+def test_the_modes_weigh_stages_only_across_nodes_unless_asked():
+    one_node = context(zoo.build("gpt-tiny-tiny"), "a100-1x8", 8)
+    assert staged_plans(one_node, "auto") == []
+    assert staged_plans(one_node, "yes")
+    assert staged_plans(context(zoo.build("gpt-tiny-tiny"), "a100-2x8", 16), "auto")
+    with pytest.raises(ConfigError, match="pipeline choice"):
+        staged_plans(one_node, "maybe")
