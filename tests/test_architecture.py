@@ -122,6 +122,11 @@ DECISIONS = {
                               "stratagem.search.strategies", "stratagem.runtime.schedule", "stratagem.plan")),
     "recomputation": ("stratagem.cost.recompute", ("blocks", "with_recompute", "check_recompute"),
                       ("stratagem.cost.model", "stratagem.search.context", "stratagem.runtime.execute", "stratagem.plan")),
+    "pipeline stages": ("stratagem.space.pipeline", ("stage_ops", "stage_of", "boundary_tensors", "check_pipeline",
+                                                     "staged"),
+                        ("stratagem.sim.pipeline", "stratagem.search.pipeline", "stratagem.plan",
+                         "stratagem.report.stages")),
+    "pipeline schedules": ("stratagem.sim.schedule", ("stage_order", "run_schedule"), ("stratagem.sim.pipeline",)),
     "search registry": ("stratagem.search.registry", ("make_options",),
                         ("stratagem.search.planner", "stratagem.report.planning", "stratagem.search.modes")),
 }

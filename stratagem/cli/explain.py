@@ -1,4 +1,5 @@
-"""`stratagem explain plan.json`: per op, its configuration, output placements, time (forward,
+"""`stratagem explain plan.json`: a plan's stages, if it has them (per stage its devices, ops, times
+per micro-batch and micro-batches in flight); per op, its configuration, output placements, time (forward,
 backward, update, gradient sync, re-scheduling of its inputs), memory and communication; then the
 strategy as a picture, ops by devices (FlexFlow Fig. 12-13), as text and optionally as a PNG.
 
@@ -15,6 +16,7 @@ from stratagem.report import explain, picture
 from stratagem.report.console import Console
 from stratagem.report.plan_summary import plan_lines
 from stratagem.report.replay import model_of
+from stratagem.report.stages import stage_table
 from stratagem.report.units import format_bytes, format_seconds
 
 
@@ -34,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
     plan = load_plan(args.plan)
     for line in plan_lines(plan):
         out.print(line)
+    if plan.strategy.pipeline is not None:
+        out.table(stage_table(plan))
     with out.status("pricing every op"):
         model = model_of(plan)
         rows = explain.explain(plan, model)

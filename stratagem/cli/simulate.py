@@ -3,6 +3,7 @@ what the plan file recorded; optionally write the timeline as a Chrome trace (op
 or chrome://tracing).
 
     stratagem simulate plan.json --trace trace.json
+    stratagem simulate pipeline.json --schedule schedule.png   # a plan with stages: its schedule
     stratagem simulate plan.json --cluster my-cluster.yaml      # the same strategy elsewhere
 """
 
@@ -12,15 +13,18 @@ import argparse
 from stratagem.planfile import load_plan
 from stratagem.report.console import Console
 from stratagem.report.simulate_report import simulate_plan
+from stratagem.report.stages import write_schedule_png
 
 
 # (argument, what it is, suffixes its writer can produce): checked before any work (cli.main)
-OUTPUTS = (("trace", "trace file", ()),)
+OUTPUTS = (("trace", "trace file", ()), ("schedule", "schedule picture", (".png", ".pdf", ".svg")))
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("plan", help="a plan file written by `stratagem plan -o`, or FRONTIER.json:INDEX")
     parser.add_argument("--trace", default=None, metavar="JSON", help="write the timeline as a Chrome trace")
     parser.add_argument("--cluster", default=None, help="simulate on this cluster instead of the plan's")
+    parser.add_argument("--schedule", default=None, metavar="PNG",
+                        help="draw a plan's pipeline schedule (stages by time; plans with stages only)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,4 +39,10 @@ def run(args: argparse.Namespace) -> int:
         report.write_trace(args.trace)
         out.print(f"Chrome trace written to {args.trace} ({report.result.num_tasks} tasks; open in "
                   f"https://ui.perfetto.dev or chrome://tracing)")
+    if args.schedule:
+        if report.schedule_run is None:
+            out.print(f"no schedule drawn: {args.plan} has no pipeline stages")
+            return 2
+        write_schedule_png(plan, report.schedule_run, args.schedule)
+        out.print(f"schedule written to {args.schedule}")
     return 0

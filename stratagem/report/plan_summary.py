@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from stratagem.cost.model import MEMORY_KINDS
 from stratagem.plan import Plan
+from stratagem.report.stages import stage_lines
 from stratagem.report.tables import Table
 from stratagem.report.units import format_bytes, format_seconds
 
@@ -14,11 +15,17 @@ from stratagem.report.units import format_bytes, format_seconds
 def plan_lines(plan: Plan, memory_cap_bytes: float | None = None, fits: bool = True) -> list[str]:
     d = plan.details
     lines = [f"plan: {plan.model or plan.graph.name} on {plan.cluster}, {plan.num_devices} devices, "
-             f"{plan.algorithm} ({len(plan.graph.ops)} ops, {plan.precision})",
-             f"  iteration time   {format_seconds(plan.iteration_time_s):>10}  simulated   "
-             f"{format_seconds(plan.additive_time_s):>10}  additive (TensorOpt Eq. 3)",
-             f"  peak memory      {format_bytes(plan.peak_memory_bytes):>10}  simulated   "
-             f"{format_bytes(plan.additive_memory_bytes):>10}  additive  (per device)"]
+             f"{plan.algorithm} ({len(plan.graph.ops)} ops, {plan.precision})"]
+    if plan.strategy.pipeline is None:
+        lines += [f"  iteration time   {format_seconds(plan.iteration_time_s):>10}  simulated   "
+                  f"{format_seconds(plan.additive_time_s):>10}  additive (TensorOpt Eq. 3)",
+                  f"  peak memory      {format_bytes(plan.peak_memory_bytes):>10}  simulated   "
+                  f"{format_bytes(plan.additive_memory_bytes):>10}  additive  (per device)"]
+    else:
+        lines += [f"  iteration time   {format_seconds(plan.iteration_time_s):>10}  simulated (the schedule over "
+                  "one micro-batch's timeline; Eq. 3 prices no schedule)",
+                  f"  peak memory      {format_bytes(plan.peak_memory_bytes):>10}  simulated (per device)"]
+        lines += stage_lines(plan)
     if "compute_time_s" in d:
         lines.append(f"  compute          {format_seconds(d['compute_time_s']):>10}  busiest device; "
                      f"communication {format_seconds(d.get('communication_time_s', float('nan')))} "

@@ -17,6 +17,7 @@ class SimulationReport:
     plan: Plan
     cluster: str
     result: object                  # sim.builder.SimulationResult
+    schedule_run: object = None     # sim.schedule.ScheduleRun of a plan with stages
 
     def lines(self) -> list[str]:
         r, p = self.result, self.plan
@@ -47,4 +48,5 @@ class SimulationReport:
 
 def simulate_plan(plan: Plan, cluster: str | None = None, with_trace: bool = False) -> SimulationReport:
     simulation = replay(plan, cluster)
-    return SimulationReport(plan, cluster or plan.cluster, simulation.result(with_trace))
+    return SimulationReport(plan, cluster or plan.cluster, simulation.result(with_trace),
+                            getattr(simulation, "schedule_run", None))
