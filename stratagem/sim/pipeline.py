@@ -12,9 +12,11 @@ transfer between stages made instant, and the cuts are priced on their own:
 and per stage s (its ops; an edge's tasks belong to its consumer), from that timeline:
     F_s   = (end of its last forward task: gathers, forward, re-scheduling inside s)
             - (end of stage s-1's last forward; 0 for s = 0)
-    B_s   = (end of its last backward task) - (end of stage s+1's last backward; for the last
-            stage, the end of its own forward)
-    T_s   = (end of its last sync or update) - (end of its last backward)   once per iteration
+    B_s   = (end of its last backward task, a sharded weight's gradient reduce-scatter included:
+            the runtime scatters each micro-batch's) - (end of stage s+1's last backward; for the
+            last stage, the end of its own forward)
+    T_s   = (end of its last sync or update) - (end of its last backward)   once per iteration:
+            replicated weights' gradients are all-reduced once, after the last micro-batch
 The schedule then runs m micro-batches (`run_schedule`); with m = 1 it takes the one micro-batch's
 timeline plus the cuts' moves.
 
@@ -109,8 +111,9 @@ class PipelineSimulation:
         state, end = self.inner.state, self.inner.store.end
         for name, tasks in state.op_tasks.items():
             s = self.stage[name]
+            per_micro_batch = (*tasks["BG"], *tasks["B"], *(tasks["sync"] if state.strategy[name].sharded_state else ()))
             forward[s] = max([forward[s], *(end[t] for t in (*tasks["G"], *tasks["F"]))])
-            backward[s] = max([backward[s], *(end[t] for t in (*tasks["BG"], *tasks["B"]))])
+            backward[s] = max([backward[s], *(end[t] for t in per_micro_batch)])
             tail[s] = max([tail[s], *(end[t] for t in (*tasks["sync"], *tasks["U"]))])
         for k, tasks in state.edge_tasks.items():
             if not self._crossing(k):
