@@ -40,7 +40,8 @@ class FrontierPoint:
 
     @staticmethod
     def of(plan: Plan, model) -> "FrontierPoint":
-        sums = totals(explain(plan, model))
+        """`model` prices plans of its graph; a plan with stages (one micro-batch's graph) its own."""
+        sums = totals(explain(plan, model if plan.strategy.pipeline is None else None))
         return FrontierPoint(plan.additive_memory_bytes, plan.additive_time_s, sums["compute_time_s"],
                              sums["sync_time_s"] + sums["reschedule_time_s"], plan.peak_memory_bytes,
                              plan.iteration_time_s)

@@ -107,10 +107,11 @@ def _contexts(graph: Graph, request: PlanRequest, track: Track) -> Iterable[Plan
 def frontier_with_context(graph: Graph, cluster_name: str, devices: int | None,
                           memory_cap_bytes: float | None = None, precision: str = "fp32"
                           ) -> tuple[Frontier, PlanningContext]:
-    """(frontier by FT, the planning context that priced it)."""
+    """(frontier by FT, with plans with stages merged in across nodes; the planning context that
+    priced it)."""
     request = PlanRequest("", cluster_name, devices, memory_cap_bytes=memory_cap_bytes, precision=precision)
     ctx = planning_context(graph, request, devices)
-    return frontier(ctx), ctx
+    return modes.frontier_with_stages(ctx, frontier(ctx)), ctx
 
 
 __all__ = ["DEFAULT_CLUSTER", "PlanRequest", "build_graph", "check_algorithm", "check_cluster",

@@ -32,11 +32,10 @@ MODES = ("mini_time", "mini_parallelism", "profiling")
 Track = Callable[[Iterable[int], str], Iterable[int]]
 
 
-def mini_time(front: Frontier, memory_cap_bytes: float, staged: Iterable[Plan] = ()) -> Plan:
-    """The least simulated time under the cap over a frontier, its alternatives (data parallel,
-    simulated: a plan chosen is never slower than the simplest one) and plans with stages;
-    NothingFits when none fits."""
-    return least_time([*front, *front.alternatives, *staged], memory_cap_bytes)
+def mini_time(front: Frontier, memory_cap_bytes: float) -> Plan:
+    """The least simulated time under the cap over a frontier and its alternatives (data parallel,
+    simulated: a plan chosen is never slower than the simplest one); NothingFits when none fits."""
+    return least_time([*front, *front.alternatives], memory_cap_bytes)
 
 
 def plan_at(ctx: PlanningContext, algorithm: str = "ft", options: Any = None) -> tuple[Plan, bool]:
@@ -58,10 +57,9 @@ def least_time_ft(ctx: PlanningContext, options: Any = None) -> Plan:
     with every block recomputed (each unless it already was). NothingFits carries the leanest
     plan seen (`leanest`)."""
     chosen = registry.make_options("ft", options)
-    front = frontier(ctx, chosen)
-    staged = staged_plans(ctx, chosen.pipeline)
+    front = frontier_with_stages(ctx, frontier(ctx, chosen), chosen.pipeline)
     try:
-        return mini_time(front, ctx.memory_cap_bytes, staged)
+        return mini_time(front, ctx.memory_cap_bytes)
     except NothingFits as refusal:
         refusal.leanest, failed = front.min_memory, refusal
     if not (chosen.state_sharding or chosen.recompute):
@@ -102,6 +100,24 @@ def staged_plans(ctx: PlanningContext, choice: str = "auto") -> list[Plan]:
         if choice == "yes":
             raise
         return []
+
+
+def frontier_with_stages(ctx: PlanningContext, front: Frontier, choice: str = "auto") -> Frontier:
+    """FT's frontier with the plans with stages (`staged_plans`) merged in: the points no other
+    point dominates in simulated time and peak memory (FT's own points a plan with stages
+    dominates leave it). Unchanged where no plan with stages is weighed."""
+    staged = staged_plans(ctx, choice)
+    if not staged:
+        return front
+    points = [*front, *staged]
+    kept = [p for p in points if not any(_dominates(q, p) for q in points)]
+    details = {**front.details, "stages": {"weighed": len(staged), "kept": sum(p in staged for p in kept)}}
+    return Frontier(kept, details, front.alternatives)
+
+
+def _dominates(a: Plan, b: Plan) -> bool:
+    return (a.iteration_time_s <= b.iteration_time_s and a.peak_memory_bytes <= b.peak_memory_bytes
+            and (a.iteration_time_s < b.iteration_time_s or a.peak_memory_bytes < b.peak_memory_bytes))
 
 
 def _practitioners_fitting(ctx: PlanningContext) -> Plan | None:

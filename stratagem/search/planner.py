@@ -1,6 +1,7 @@
 """The public face of the search package (DESIGN: sg.frontier, sg.find_strategy, sg.search).
 
-    frontier(graph, cluster)      FT over the coarsened space; every point unrolled, simulated
+    frontier(graph, cluster)      FT over the coarsened space; every point unrolled, simulated;
+                                  plans with stages merged in across nodes
     find_strategy(..., mode)      TensorOpt §4.1 over FT's frontier: mini_time | mini_parallelism
                                   | profiling (search.modes)
     search(..., algorithm)        one plan by any registered search (search.registry)
@@ -24,12 +25,14 @@ from stratagem.space import SpaceOptions
 
 def frontier(graph: Graph, cluster: Cluster | str, devices: int | None = None, optimizer: str = "adam",
              space: SpaceOptions = FT_SPACE, options: FTOptions = PLANNER_FT, runnable: bool = True,
-             state_sharding: bool = False, precision: str = "fp32") -> Frontier:
+             state_sharding: bool = False, precision: str = "fp32", pipeline: str = "auto") -> Frontier:
     """The (peak memory, iteration time) frontier by Frontier Tracking (TensorOpt §3);
     `state_sharding`: weights held sharded (ZeRO-3 / FSDP) are choices on it too; `precision`:
-    fp32 or bf16-mixed (ir.precision)."""
-    return ft_search.frontier(context(graph, cluster, devices, optimizer, precision=precision),
-                              FTSearchOptions(space, options, runnable, state_sharding))
+    fp32 or bf16-mixed (ir.precision); `pipeline`: plans with stages merged in (search.pipeline):
+    yes | no | auto (when the devices span more than one node)."""
+    ctx = context(graph, cluster, devices, optimizer, precision=precision)
+    front = ft_search.frontier(ctx, FTSearchOptions(space, options, runnable, state_sharding))
+    return modes.frontier_with_stages(ctx, front, pipeline)
 
 
 def find_strategy(graph: Graph, cluster: Cluster | str, mode: str = "mini_time",

@@ -93,3 +93,19 @@ def test_the_modes_weigh_stages_only_across_nodes_unless_asked():
     assert staged_plans(context(zoo.build("gpt-tiny-tiny"), "a100-2x8", 16), "auto")
     with pytest.raises(ConfigError, match="pipeline choice"):
         staged_plans(one_node, "maybe")
+
+
+def test_a_frontier_with_stages_keeps_exactly_the_undominated_points():
+    from stratagem.plan import Frontier
+    from stratagem.search.modes import _dominates, frontier_with_stages
+    ctx = context(zoo.build("gpt-tiny-tiny"), "a100-2x8", 16)
+    front = Frontier([registry.run(ctx, name, {}) for name in ("data-parallel", "fsdp", "fsdp-tp")])
+    merged = frontier_with_stages(ctx, front, "yes")
+    staged = staged_plans(ctx, "yes")
+    everything = [*front, *staged]
+    assert any(p.strategy.pipeline is not None for p in merged)
+    assert all(not any(_dominates(q, p) for q in everything) for p in merged)
+    assert all(any(_dominates(q, p) for q in everything) for p in everything
+               if not any(p.strategy == k.strategy and p.graph is k.graph for k in merged))
+    assert merged.min_time.iteration_time_s == min(p.iteration_time_s for p in everything)
+    assert frontier_with_stages(ctx, front, "no") is front
