@@ -23,7 +23,8 @@ LONG_MODULES = ("tests/search/test_transformer_frontier.py",)
 # Modules whose module-scoped fixture launches gloo runs: their tests run on one worker too, so the
 # runs are launched once (not first: they are shorter than the long ones).
 LAUNCHING_MODULES = ("tests/runtime/test_same_training.py", "tests/runtime/test_sharded_state.py",
-                     "tests/runtime/test_recompute.py", "tests/runtime/test_mixed_precision.py")
+                     "tests/runtime/test_recompute.py", "tests/runtime/test_mixed_precision.py",
+                     "tests/runtime/test_pipeline.py")
 
 
 @pytest.hookimpl(tryfirst=True)     # before xdist's own hook reads the groups

@@ -126,6 +126,9 @@ DECISIONS = {
                                                      "staged"),
                         ("stratagem.sim.pipeline", "stratagem.search.pipeline", "stratagem.plan",
                          "stratagem.report.stages")),
+    "what micro-batches train as the global batch does": (
+        "stratagem.space.micro_batching", ("check_micro_batchable", "loss_reduction"),
+        ("stratagem.search.pipeline", "stratagem.runtime.stages")),
     "pipeline schedules": ("stratagem.sim.schedule", ("stage_order", "run_schedule"), ("stratagem.sim.pipeline",)),
     "search registry": ("stratagem.search.registry", ("make_options",),
                         ("stratagem.search.planner", "stratagem.report.planning", "stratagem.search.modes")),

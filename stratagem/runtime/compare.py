@@ -4,7 +4,8 @@ derived from the dtype and the computation, never from one machine's observed er
 Both sides train the same module, weights, batches and optimizer in the same dtype (float64 for the
 check: `stratagem run --check`). They differ only in the order of floating-point operations (a
 split reduction sums its parts in another order, a gradient is all-reduced), so with u the unit
-roundoff and S = steps(graph) the rounding steps of one forward (stratagem.tdl.rounding):
+roundoff and S = steps(graph) the rounding steps of one forward (stratagem.tdl.rounding; a
+pipeline plan's m micro-batches: runtime.stages.rounding_steps_of):
 
     eps_step  = 2 u 3S           relative error of a loss or a gradient element, forward and
                                  backward (backward does about twice forward's operations)
@@ -50,16 +51,18 @@ class Tolerance:
 
 
 def tolerance(graph: Graph, dtype: str, optimizer: str, lr: float, max_gradient: float,
-              clipped: bool = False) -> Tolerance:
-    step_rtol = 2 * unit_roundoff(dtype) * BACKWARD_FACTOR * rounding_steps(graph)
+              clipped: bool = False, steps: float | None = None) -> Tolerance:
+    """`steps`: S when the run computes more than `graph` once (a pipeline plan's micro-batches:
+    runtime.stages.rounding_steps_of); else steps(graph)."""
+    step_rtol = 2 * unit_roundoff(dtype) * BACKWARD_FACTOR * (rounding_steps(graph) if steps is None else steps)
     grad_atol = step_rtol * max_gradient
     return Tolerance(step_rtol, grad_atol, lr * SENSITIVITY[optimizer] * grad_atol * (2 if clipped else 1))
 
 
-def reference_tolerance(graph: Graph, reference: Reference) -> Tolerance:
+def reference_tolerance(graph: Graph, reference: Reference, steps: float | None = None) -> Tolerance:
     spec = reference.spec
     return tolerance(graph, spec.dtype, spec.optimizer, spec.lr, reference.max_gradient,
-                     spec.max_grad_norm is not None)
+                     spec.max_grad_norm is not None, steps)
 
 
 @dataclass(frozen=True)
@@ -98,8 +101,8 @@ class Comparison:
 def compare(graph: Graph, losses: Sequence[float], reference: Reference,
             gradients: Mapping[str, torch.Tensor] | None = None,
             params: Mapping[str, torch.Tensor] | None = None,
-            buffers: Mapping[str, torch.Tensor] | None = None) -> Comparison:
-    tol = reference_tolerance(graph, reference)
+            buffers: Mapping[str, torch.Tensor] | None = None, steps: float | None = None) -> Comparison:
+    tol = reference_tolerance(graph, reference, steps)
     pairs = list(zip(losses, reference.losses, strict=True))
     excess = max(abs(a - b) / (tol.loss_rtol(k, b, reference.gradient_l1) * max(abs(b), 1e-300))
                  for k, (a, b) in enumerate(pairs))

@@ -15,8 +15,12 @@ shard of the batch, what a data loader hands each rank) and runs the graph op by
     the graph's outputs, whole on every rank (a scalar loss: the sum of the partial losses)
 
 Gradient synchronization (the plan's sync step) runs in post-accumulate-grad hooks: a parameter's
-accumulated gradient is redistributed to the parameter's own placements. Any torch.optim optimizer
-then steps the DTensor parameters.
+accumulated gradient is redistributed to the parameter's own placements (or, `sync_deferred`, once
+in `sync_gradients` after several backward passes). Any torch.optim optimizer then steps the DTensor
+parameters.
+
+A plan with pipeline stages: `parallelize` gives this rank's stage, a StageModule (runtime.pipeline):
+a PlanModule over the stage's plan, on the stage's ranks and meshes (the `schedule` it is given).
 
 A weight its owner holds sharded (cost.weight_state) is a DTensor in its stored layout, sharded
 over the data-parallel axes: reading it is an all-gather (runtime.move), whose backward is the
@@ -65,17 +69,16 @@ class PlanModule(nn.Module):
     """Runs `plan` on this rank; parameters are DTensors named as in the original module."""
 
     def __init__(self, plan: Plan, weights: Mapping[str, torch.Tensor], device: torch.device | None = None,
-                 meshes: MeshBook | None = None, floating: torch.dtype | None = None):
+                 meshes: MeshBook | None = None, floating: torch.dtype | None = None,
+                 schedule: Schedule | None = None):
         super().__init__()
-        rank, world = _world()
-        if plan.num_devices != world:
-            raise ExecutionError("plan and world differ in size", expected=f"{plan.num_devices} ranks",
-                                 got=f"{world}", hint=f"Launch with --nproc-per-node={plan.num_devices}")
         self.plan = plan
         self.device = device or torch.device("cpu")
         self.floating = floating          # floating-point tensors in this dtype, not the captured one
-        self.schedule: Schedule = build_schedule(plan.graph, plan.strategy, world, rank)
-        self.meshes = _mesh_book(meshes, self.schedule.mesh_shapes, world, self.device.type)
+        # given: a pipeline stage's (runtime.pipeline), over the stage's ranks and meshes
+        self.schedule: Schedule = schedule or _world_schedule(plan)
+        self.meshes = _mesh_book(meshes, self.schedule.mesh_shapes, self.schedule.num_devices, self.device.type)
+        self.sync_deferred = False        # True: gradients wait for sync_gradients() (micro-batches)
         self._buffers_dt: dict[str, DTensor] = {}
         self.state_updates: dict[str, str] = dict(plan.graph.meta.get("state_updates") or {})
         self.timer: OpTimer | None = None      # per-op times when set (runtime.op_timing); off: no cost
@@ -101,19 +104,34 @@ class PlanModule(nn.Module):
                     _attach(self, name, placed, buffer=True)
 
     def _sync_hook(self, owner: str | None):
-        """The gradient's sync step, timed under the module's timer when it has one (a weak
-        reference: the parameter's hook does not keep the module alive)."""
+        """The gradient's sync step, unless deferred (a weak reference: the parameter's hook does
+        not keep the module alive)."""
         module = weakref.ref(self)
 
         def hook(param: DTensor) -> None:
-            timer = getattr(module(), "timer", None)
-            if timer is None:
+            found = module()
+            if found is None:
                 _sync_gradient(param)
-                return
-            begin = timer.now()
-            _sync_gradient(param)
-            timer.add(owner or "(unowned weights)", "sync", timer.now() - begin)
+            elif not found.sync_deferred:
+                found._sync(param, owner)
         return hook
+
+    def _sync(self, param: DTensor, owner: str | None) -> None:
+        """The sync step, timed under the module's timer when it has one."""
+        timer = self.timer
+        if timer is None:
+            _sync_gradient(param)
+            return
+        begin = timer.now()
+        _sync_gradient(param)
+        timer.add(owner or "(unowned weights)", "sync", timer.now() - begin)
+
+    def sync_gradients(self) -> None:
+        """The sync step of every parameter, after the gradients deferred theirs (`sync_deferred`:
+        a pipeline stage accumulates m micro-batches' first, runtime.pipeline)."""
+        for name, param in self.named_parameters():
+            if param.grad is not None:
+                self._sync(param, weight_owner(self.plan.graph, name))
 
     def _distribute(self, value: torch.Tensor, lay: TensorLayout) -> DTensor:
         return distribute_tensor(value, self.meshes[lay.mesh_shape], torch_placements(lay.placements),
@@ -122,7 +140,7 @@ class PlanModule(nn.Module):
     def input_boxes(self) -> dict[str, tuple[tuple[int, int], ...]]:
         """Per graph input, the block of it this rank reads ((start, stop) per dim): a data loader
         can hand `forward` just that block (the batch's shard), or the whole input."""
-        rank = dist.get_rank() if dist.is_initialized() else 0
+        rank = self.schedule.rank
         return {name: self.schedule.sources[name].device_box(rank, self.plan.graph.tensors[name].shape)
                 for name in self.plan.graph.inputs}
 
@@ -146,6 +164,12 @@ class PlanModule(nn.Module):
 
     # ---- forward ------------------------------------------------------------------------------
     def forward(self, *inputs: torch.Tensor) -> Any:
+        values = self.run_steps(*inputs)
+        outs = tuple(values[t].full_tensor() for t in self.plan.graph.outputs)
+        return outs[0] if len(outs) == 1 else outs
+
+    def run_steps(self, *inputs: torch.Tensor) -> dict[str, DTensor]:
+        """Every step on the graph's inputs; the values left at the end (outputs and resident ones)."""
         graph = self.plan.graph
         if len(inputs) != len(graph.inputs):
             raise ExecutionError("wrong number of inputs", expected=f"{len(graph.inputs)} ({', '.join(graph.inputs)})",
@@ -168,8 +192,7 @@ class PlanModule(nn.Module):
                     values.pop(t, None)
             i = block.end
         self._write_state(values)
-        outs = tuple(values[t].full_tensor() for t in graph.outputs)
-        return outs[0] if len(outs) == 1 else outs
+        return values
 
     def _resident_values(self) -> dict[str, DTensor]:
         """The buffers and parameters, by graph tensor name."""
@@ -389,6 +412,21 @@ def _contiguous_stride(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(math.prod(shape[d + 1:]) for d in range(len(shape)))
 
 
+def _world_schedule(plan: Plan) -> Schedule:
+    """This rank's schedule of a plan over the whole world."""
+    rank, world = world_of(plan)
+    return build_schedule(plan.graph, plan.strategy, world, rank)
+
+
+def world_of(plan: Plan) -> tuple[int, int]:
+    """This rank and the world's size, which must be the plan's device count."""
+    rank, world = _world()
+    if plan.num_devices != world:
+        raise ExecutionError("plan and world differ in size", expected=f"{plan.num_devices} ranks",
+                             got=f"{world}", hint=f"Launch with --nproc-per-node={plan.num_devices}")
+    return rank, world
+
+
 def _world() -> tuple[int, int]:
     if not dist.is_available() or not dist.is_initialized():
         raise ExecutionError("torch.distributed is not initialized",
@@ -411,12 +449,17 @@ def parallelize(module: nn.Module, plan: Plan, device: torch.device | str | None
     """The module, run as `plan` says, on this torchrun rank (TensorOpt's Listing 1). Several plans
     run in one world can share `meshes` (MeshBook), so their process groups are created once. A
     module whose parameters are in another floating dtype than the plan's graph (float64 for a
-    check) runs in that dtype, but for float32 weights under a mixed-precision plan: the masters."""
+    check) runs in that dtype, but for float32 weights under a mixed-precision plan: the masters.
+    A plan with pipeline stages gives this rank's StageModule (runtime.pipeline: train it with
+    `forward_backward(*shard_of(batch))`), on meshes of its own."""
     from stratagem.runtime.runnable import require_runnable
     require_runnable(plan)
     weights = module_weights(module, plan.graph)
-    return PlanModule(plan, weights, torch.device(device) if device else None, meshes,
-                      _floating_dtype(weights, plan))
+    device = torch.device(device) if device else None
+    if plan.strategy.pipeline is not None:          # this rank's stage (runtime.pipeline)
+        from stratagem.runtime.pipeline import StageModule
+        return StageModule(plan, weights, device, _floating_dtype(weights, plan))
+    return PlanModule(plan, weights, device, meshes, _floating_dtype(weights, plan))
 
 
 def _floating_dtype(weights: Mapping[str, torch.Tensor], plan: Plan) -> torch.dtype | None:

@@ -22,13 +22,27 @@ class PeakMemory:
 
 @contextmanager
 def tracked(model, optimizer):
-    """Measure the peak of live tensor bytes inside the block (one step)."""
+    """Measure the peak of live tensor bytes inside the block (one step). A pipeline stage's module
+    runs once per micro-batch, where MemTracker takes a root module's second call for a second
+    step and refuses it: each call of `model` starts its per-module statistics afresh (a global
+    pre-forward hook registered before the tracker's, so it runs first); the step's peak is the
+    tracker's own, over every call."""
     from torch.distributed._tools.mem_tracker import MemTracker
+    from torch.nn.modules.module import register_module_forward_pre_hook
     tracker = MemTracker()
     tracker.track_external(model, optimizer)
     result = PeakMemory()
-    with tracker:
-        yield result
+
+    def restart(module, _inputs) -> None:
+        if module is model:
+            tracker.reset_mod_stats()
+
+    handle = register_module_forward_pre_hook(restart)
+    try:
+        with tracker:
+            yield result
+    finally:
+        handle.remove()
     peak = tracker.get_tracker_snapshot("peak")
     device = next(iter(peak.values()), {})
     result.num_bytes = int(device.get("Total", 0))

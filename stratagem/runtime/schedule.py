@@ -68,15 +68,18 @@ def on_mesh(lay: TensorLayout) -> TensorLayout:
     return lay if lay.mesh_shape else TensorLayout(lay.first_device, (1,), (REPLICATE,))
 
 
-def build_schedule(graph: Graph, strategy: Strategy | Mapping[str, Configuration], num_devices: int, rank: int
-                   ) -> Schedule:
+def build_schedule(graph: Graph, strategy: Strategy | Mapping[str, Configuration], num_devices: int, rank: int,
+                   input_layouts: Mapping[str, TensorLayout] | None = None) -> Schedule:
     """Rank `rank`'s steps under the strategy's per-op configurations (its reuse choices are the
-    simulator's account of what autograd keeps; the runtime leaves keeping to autograd)."""
+    simulator's account of what autograd keeps; the runtime leaves keeping to autograd).
+    `input_layouts`: graph inputs that arrive in a layout of their own, not the loader's (a
+    pipeline stage's received activations: runtime.stages)."""
     check_strategy(graph, strategy)
     layouts = OpLayouts(graph)
     steps = tuple(_step(graph, layouts, op, strategy[op.name], rank) for op in graph.ops)
     by_op = {s.op.name: s for s in steps}
     sources = {name: on_mesh(loader_layout(graph.tensors[name], num_devices)) for name in graph.inputs}
+    sources.update(input_layouts or {})
     sources.update(_parameter_layouts(graph, by_op, num_devices))
     for s in steps:
         sources.update((t, s.outputs) for t in s.op.outputs)

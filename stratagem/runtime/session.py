@@ -8,7 +8,8 @@ the plans (a task each). Per plan the report has the losses, the measured iterat
 the steps after `warmup`; each step's time is the slowest rank's) and peak memory per rank
 (runtime.memory), the plan's predictions beside them with the relative errors
 (measured - predicted) / measured, and, with `check`, the comparison with a single-process run of
-the same module, weights, data and optimizer (runtime.compare).
+the same module, weights, data and optimizer (runtime.compare); for a pipeline plan, on the global
+batch of m micro-batches (runtime.stages).
 """
 
 from __future__ import annotations
@@ -155,13 +156,15 @@ def check(plan: Plan, losses: list[float], params_path: Path, options: RunOption
     import torch
 
     from stratagem.runtime.compare import compare
+    from stratagem.runtime.stages import rounding_steps_of
     from stratagem.runtime.training import reference_run, training_spec
     spec = training_spec(plan, options.lr, options.seed, options.dtype, options.max_grad_norm)
     reference = reference_run(spec, len(losses))
     saved = {kind: params_path.with_name(params_path.name.replace(".params.", f".{kind}."))
              for kind in ("params", "gradients", "buffers")}
     loaded = {kind: torch.load(path) if path.exists() else None for kind, path in saved.items()}
-    out = compare(plan.graph, losses, reference, loaded["gradients"], loaded["params"], loaded["buffers"]).to_dict()
+    out = compare(plan.graph, losses, reference, loaded["gradients"], loaded["params"], loaded["buffers"],
+                  rounding_steps_of(plan)).to_dict()
     out["reference_losses"] = reference.losses
     return out
 

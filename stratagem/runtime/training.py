@@ -1,6 +1,7 @@
 """The training both sides of a check run: the same module, weights, data and optimizer.
 
-A plan made from a zoo model names it (`Plan.model`); its batch size is the graph's. Weights come
+A plan made from a zoo model names it (`Plan.model`); its batch size is the graph's (a pipeline
+plan's graph is one micro-batch's: it trains on m times that, runtime.stages). Weights come
 from `zoo.module(name, "cpu", seed=seed)`; step s trains on `variant.inputs(batch, cpu,
 Generator(seed + 1 + s))`, so every rank and the single-process reference see the same batches.
 The optimizer is the plan's (`Plan.optimizer`), built by `make_optimizer` with a fixed learning rate;
@@ -11,7 +12,7 @@ runtime.compare), "float32" as captured.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,7 +55,9 @@ def training_spec(plan: Plan, lr: float = 1e-3, seed: int = 0, dtype: str = "flo
                                   "stratagem.parallelize(module, plan) in a torchrun script") from None
     if dtype not in DTYPES:
         raise ExecutionError("unknown training dtype", expected=" | ".join(DTYPES), got=repr(dtype))
-    return TrainingSpec(name, graph_batch_size(plan.graph, name), plan.optimizer, lr, seed, dtype, max_grad_norm)
+    from stratagem.runtime.stages import global_batch_factor
+    batch_size = graph_batch_size(plan.graph, name) * global_batch_factor(plan)
+    return TrainingSpec(name, batch_size, plan.optimizer, lr, seed, dtype, max_grad_norm)
 
 
 def graph_batch_size(graph: Graph, name: str) -> int:
@@ -80,19 +83,20 @@ def batch(spec: TrainingSpec, step: int) -> tuple[Any, ...]:
 
 
 def make_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: float,
-                   max_grad_norm: float | None = None) -> torch.optim.Optimizer:
+                   max_grad_norm: float | None = None, across: Callable[[float], float] | None = None
+                   ) -> torch.optim.Optimizer:
     """The plan's optimizer; with `max_grad_norm`, gradients are clipped to that global norm
-    before each step (a step pre-hook: `clip_grad_norm`)."""
+    before each step (a step pre-hook: `clip_grad_norm`; `across`: as there)."""
     params = list(params)
     optimizer = _optimizer(name, params, lr)
     if max_grad_norm is not None:
-        optimizer.register_step_pre_hook(lambda *_: _clipped(params, max_grad_norm))
+        optimizer.register_step_pre_hook(lambda *_: _clipped(params, max_grad_norm, across))
     return optimizer
 
 
-def _clipped(params: list, max_grad_norm: float) -> None:
+def _clipped(params: list, max_grad_norm: float, across: Callable[[float], float] | None) -> None:
     """A step pre-hook returns None (or new arguments)."""
-    clip_grad_norm(params, max_grad_norm)
+    clip_grad_norm(params, max_grad_norm, across=across)
 
 
 def _optimizer(name: str, params: list, lr: float) -> torch.optim.Optimizer:
@@ -107,17 +111,20 @@ def _optimizer(name: str, params: list, lr: float) -> torch.optim.Optimizer:
     raise ExecutionError("unknown optimizer", expected=" | ".join(OPTIMIZERS), got=repr(name))
 
 
-def clip_grad_norm(params: Iterable[torch.nn.Parameter], max_norm: float, eps: float = 1e-6) -> float:
+def clip_grad_norm(params: Iterable[torch.nn.Parameter], max_norm: float, eps: float = 1e-6,
+                   across: Callable[[float], float] | None = None) -> float:
     """torch.nn.utils.clip_grad_norm_ over parameters that may be DTensors on different meshes
     (sharded, replicated, on sub-meshes): the L2 norm of every gradient together, each gradient's
     norm taken whole (DTensor reduces over its shards), then every gradient scaled by
-    min(1, max_norm / (norm + eps)). Returns the norm before clipping."""
+    min(1, max_norm / (norm + eps)). `across`: sums the squares with the other ranks' parameters
+    (a pipeline stage's: runtime.pipeline.StageModule.sum_over_stages). Returns the norm before
+    clipping."""
     grads = [p.grad for p in params if p.grad is not None]
     squares = 0.0
     for grad in grads:
         norm = torch.linalg.vector_norm(grad.detach(), dtype=torch.float64)
         squares += float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm) ** 2
-    total = squares ** 0.5
+    total = (squares if across is None else across(squares)) ** 0.5
     scale = max_norm / (total + eps)
     if scale < 1:
         for grad in grads:
@@ -126,9 +133,13 @@ def clip_grad_norm(params: Iterable[torch.nn.Parameter], max_norm: float, eps: f
 
 
 def train_step(model, optimizer, inputs, on_gradients=None) -> float:
-    """One step; `on_gradients(named parameters)` sees the gradients before the optimizer does."""
-    loss = model(*inputs)
-    loss.backward()
+    """One step; `on_gradients(named parameters)` sees the gradients before the optimizer does. A
+    pipeline stage (runtime.pipeline) runs its schedule's forwards and backwards in one call."""
+    if hasattr(model, "forward_backward"):
+        loss = model.forward_backward(*inputs)
+    else:
+        loss = model(*inputs)
+        loss.backward()
     if on_gradients is not None:
         on_gradients(dict(model.named_parameters()))
     optimizer.step()

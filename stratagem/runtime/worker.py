@@ -84,10 +84,11 @@ def run_task(task: dict[str, Any], out: Path, where: dict[str, Any], meshes=None
                          dtype=task.get("dtype", "float32"), max_grad_norm=task.get("max_grad_norm"))
     device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else None
     model = parallelize(build_module(spec), plan, device, meshes)
-    optimizer = make_optimizer(spec.optimizer, model.parameters(), spec.lr, spec.max_grad_norm)
+    optimizer = make_optimizer(spec.optimizer, model.parameters(), spec.lr, spec.max_grad_norm,
+                               getattr(model, "sum_over_stages", None))
     start = checkpoint.load(model, optimizer, task["load_checkpoint"]) if task.get("load_checkpoint") else 0
     losses, times, peak, gradients = [], [], None, {}
-    keep = (lambda named: gradients.update(_whole_gradients(named))) if task.get("save_params") else None
+    keep = (lambda named: gradients.update(_whole_gradients(model, named))) if task.get("save_params") else None
     for s in range(start, start + task["steps"]):
         where["step"] = s
         _maybe_fault(s, out)
@@ -109,7 +110,10 @@ def run_task(task: dict[str, Any], out: Path, where: dict[str, Any], meshes=None
 
 def shard_of(model, inputs) -> tuple:
     """What this rank reads of each input (PlanModule.input_boxes): each rank is handed only its
-    shard of the batch, as a data loader per rank would."""
+    shard of the batch, as a data loader per rank would (a pipeline stage: of the inputs it reads,
+    runtime.pipeline)."""
+    if hasattr(model, "shard_of"):
+        return model.shard_of(inputs)
     boxes = model.input_boxes()
     return tuple(x[tuple(slice(a, b) for a, b in boxes[name])].contiguous()
                  for name, x in zip(model.plan.graph.inputs, inputs))
@@ -138,10 +142,15 @@ def _op_timed_steps(task, model, optimizer, spec, first: int, device, where) -> 
     return {"ranks": reports}
 
 
-def _whole_gradients(named) -> dict[str, torch.Tensor]:
+def _whole_gradients(model, named) -> dict[str, torch.Tensor]:
     """Every parameter's gradient, whole (collective: every rank calls it)."""
     from stratagem.runtime.training import whole
-    return {n: whole(p.grad) for n, p in named.items() if p.grad is not None}
+    return _every_stage(model, {n: whole(p.grad) for n, p in named.items() if p.grad is not None})
+
+
+def _every_stage(model, found: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Whole tensors of every stage of a pipeline plan (a collective), else `found` itself."""
+    return model.from_every_stage(found) if hasattr(model, "from_every_stage") else found
 
 
 def _timed_step(model, optimizer, inputs, on_gradients=None) -> tuple[float, float]:
@@ -171,8 +180,10 @@ def _write_results(task, out: Path, plan: Plan, model, losses, times, peak, grad
     dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
     peaks: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(peaks, None if peak is None else {"num_bytes": peak.num_bytes, "by_kind": peak.by_kind})
-    params = {name: whole(p) for name, p in model.named_parameters()} if task.get("save_params") else None
-    buffers = {name: whole(b) for name, b in model.named_buffers()} if task.get("save_params") else None
+    params = buffers = None
+    if task.get("save_params"):
+        params = _every_stage(model, {name: whole(p) for name, p in model.named_parameters()})
+        buffers = _every_stage(model, {name: whole(b) for name, b in model.named_buffers()})
     if dist.get_rank() != 0:
         return
     if params is not None:

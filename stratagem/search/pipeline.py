@@ -17,7 +17,8 @@ a stage's plan; here the stages are equal device blocks, as torchtitan's PP mesh
           the plan: every op's configuration moved into its stage's block (space.pipeline.staged),
                   simulated (sim.pipeline: one micro-batch's timeline, then the schedule)
 A weight two stages would read (a tied embedding and head) rules a cut out; graphs whose blocks
-cannot be cut so give no pipeline plans.
+cannot be cut so give no pipeline plans, nor graphs that micro-batches would train differently
+(space.micro_batching: batch normalization, dropout, a loss that is no mean or sum, ...).
 
 `pipeline_plans(ctx, options)` returns every plan priced; `pipeline(ctx, options)` (the
 registered search "pipeline") the fastest under the memory cap, else the leanest.
@@ -36,6 +37,7 @@ from stratagem.search.baselines import tensor_width
 from stratagem.search.context import PlanningContext, context, least_time, make_plan, recomputing
 from stratagem.search.strategies import data_parallel_strategy, tensor_parallel_strategy, with_sharded_state
 from stratagem.space import SCHEDULES, Pipeline, Strategy, divisors
+from stratagem.space.micro_batching import check_micro_batchable
 from stratagem.space.pipeline import staged
 
 INNER = ("data-parallel", "fsdp", "fsdp-tp")
@@ -65,6 +67,7 @@ def pipeline_plans(ctx: PlanningContext, options: PipelineOptions = PipelineOpti
                    graph_at: Callable[[int], Graph] | None = None) -> list[Plan]:
     """Every (stages, micro-batches, inner plan, recomputation) candidate, simulated."""
     _check(options)
+    check_micro_batchable(ctx.graph)
     batch = _batch(ctx.graph)
     graph_at = graph_at or _zoo_graph(ctx)
     plans, graphs, micro_contexts = [], {}, {}

@@ -109,3 +109,10 @@ def test_a_frontier_with_stages_keeps_exactly_the_undominated_points():
                if not any(p.strategy == k.strategy and p.graph is k.graph for k in merged))
     assert merged.min_time.iteration_time_s == min(p.iteration_time_s for p in everything)
     assert frontier_with_stages(ctx, front, "no") is front
+
+
+def test_a_model_micro_batches_would_train_differently_gets_no_stages():
+    ctx = context(zoo.build("resnet-101-tiny"), "a100-2x8", 16)
+    with pytest.raises(ConfigError, match="mixes the samples of a batch"):
+        pipeline_plans(ctx)
+    assert staged_plans(ctx, "auto") == []
