@@ -53,6 +53,7 @@ class PlanDiff:
         rows.append(("cluster", self.a.cluster, self.b.cluster, ""))
         rows.append(("precision", self.a.precision, self.b.precision, ""))
         rows.append(("recomputed blocks", str(len(self.a.recompute)), str(len(self.b.recompute)), ""))
+        rows.append(("pipeline", _stages(self.a), _stages(self.b), ""))
         return Table.of(("", "a", "b", "b - a"), rows)
 
     def op_table(self) -> Table:
@@ -69,3 +70,7 @@ def diff_plans(a: Plan, b: Plan) -> PlanDiff:
                     if name in ops_b and a.strategy[name] != b.strategy[name])
     return PlanDiff(a, b, changed, tuple(n for n in ops_a if n not in ops_b),
                     tuple(op.name for op in b.graph.ops if op.name not in ops_a))
+
+
+def _stages(plan: Plan) -> str:
+    return str(plan.strategy.pipeline) if plan.strategy.pipeline is not None else "none"
