@@ -38,7 +38,7 @@ from stratagem.search.context import PlanningContext, context, least_time, make_
 from stratagem.search.strategies import data_parallel_strategy, tensor_parallel_strategy, with_sharded_state
 from stratagem.space import SCHEDULES, Pipeline, Strategy, divisors
 from stratagem.space.micro_batching import check_micro_batchable
-from stratagem.space.pipeline import staged
+from stratagem.space.pipeline import in_flight, staged
 
 INNER = ("data-parallel", "fsdp", "fsdp-tp")
 
@@ -104,8 +104,8 @@ def _candidate(micro: PlanningContext, stage: PlanningContext, p: int, m: int, i
     per_stage = inner_strategy(stage, inner)
     if per_stage is None:
         return None
-    ctx = recomputing(micro) if recompute else micro
-    cuts = balanced_cuts(ctx, stage, per_stage, p)
+    ctx, stage = (recomputing(micro), recomputing(stage)) if recompute else (micro, stage)
+    cuts = balanced_cuts(ctx, stage, per_stage, p, m, schedule)
     if cuts is None:
         return None
     pipe = Pipeline(cuts, m, schedule)
@@ -126,22 +126,33 @@ def inner_strategy(stage: PlanningContext, inner: str) -> dict | None:
     return with_sharded_state(stage, tensor_parallel_strategy(stage, tensor))
 
 
-def balanced_cuts(ctx: PlanningContext, stage: PlanningContext, per_stage: dict, p: int) -> tuple[str, ...] | None:
-    """The first op of stages 1..p-1: the blocks cut into p runs of least largest time (the
-    linear-partition DP), among cuts that keep each weight's readers in one stage."""
+def balanced_cuts(ctx: PlanningContext, stage: PlanningContext, per_stage: dict, p: int, m: int,
+                  schedule: str) -> tuple[str, ...] | None:
+    """The first op of stages 1..p-1 of a pipeline of m micro-batches under `schedule`: the
+    blocks cut into p runs of least largest time (the linear-partition DP), among cuts that keep
+    each weight's readers in one stage and whose stages fit the memory cap by the cost model's
+    account (a stage's weights, gradients and optimizer state, and one micro-batch's activations
+    for each micro-batch it holds at once); where none fits, the least largest time alone."""
     found = blocks(ctx.graph)
     if len(found) < p:
         return None
     graph, index = ctx.graph, ctx.graph.op_index
     starts = [index[b.ops[0]] for b in found] + [len(graph.ops)]
     starts[0] = 0
-    times = [_op_time(stage, op.name, per_stage[op.name]) for op in graph.ops]
-    items = [sum(times[a:b]) for a, b in zip(starts, starts[1:])]
+    costs = [stage.model.op_cost(op.name, per_stage[op.name]) for op in graph.ops]
+    items = [sum(c.forward_time_s + c.backward_time_s for c in costs[a:b]) for a, b in zip(starts, starts[1:])]
+    held = [sum(c.memory.parameter_bytes + c.memory.gradient_bytes + c.memory.optimizer_bytes for c in costs[a:b])
+            for a, b in zip(starts, starts[1:])]
+    kept = [sum(c.memory.activation_bytes for c in costs[a:b]) for a, b in zip(starts, starts[1:])]
+
+    def fits(i: int, j: int, s: int) -> bool:
+        return sum(held[i:j]) + in_flight(schedule, m, p, s) * sum(kept[i:j]) <= ctx.memory_cap_bytes
+
     allowed = _allowed_cuts(graph, starts)
-    chosen = _partition(items, p, allowed)
+    chosen = _partition(items, p, allowed, fits)
     if chosen is None:
-        return None
-    return tuple(graph.ops[starts[i]].name for i in chosen)
+        chosen = _partition(items, p, allowed)
+    return None if chosen is None else tuple(graph.ops[starts[i]].name for i in chosen)
 
 
 def _can_cut(graph: Graph, parts: int) -> bool:
@@ -173,9 +184,11 @@ def _allowed_cuts(graph: Graph, starts: list[int]) -> set[int]:
             if not any(a < starts[i] <= b for a, b in spans)}
 
 
-def _partition(items: list[float], parts: int, allowed: set[int]) -> list[int] | None:
+def _partition(items: list[float], parts: int, allowed: set[int],
+               fits: Callable[[int, int, int], bool] | None = None) -> list[int] | None:
     """Cut positions (item indices) splitting `items` into `parts` contiguous runs whose largest
-    sum is least; cuts only at `allowed` positions. None when no such cut exists."""
+    sum is least; cuts only at `allowed` positions, and (given `fits`) only runs items[i:j] that
+    fits(i, j, run index) allows. None when no such cut exists."""
     n = len(items)
     prefix = [0.0]
     for x in items:
@@ -190,6 +203,8 @@ def _partition(items: list[float], parts: int, allowed: set[int]) -> list[int] |
                 continue
             for i in range(k - 1, j):
                 if best[i][k - 1] == inf or (i > 0 and i not in allowed):
+                    continue
+                if fits is not None and not fits(i, j, k - 1):
                     continue
                 cost = max(best[i][k - 1], prefix[j] - prefix[i])
                 if cost < best[j][k]:

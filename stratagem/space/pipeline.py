@@ -61,12 +61,15 @@ class Pipeline:
 
     def in_flight(self, stage: int) -> int:
         """The most micro-batches whose activations stage `stage` keeps at once."""
-        if self.schedule == "gpipe":
-            return self.micro_batches
-        return min(self.micro_batches, self.num_stages - stage)
+        return in_flight(self.schedule, self.micro_batches, self.num_stages, stage)
 
     def __str__(self) -> str:
         return f"{self.num_stages} stages x {self.micro_batches} micro-batches ({self.schedule})"
+
+
+def in_flight(schedule: str, micro_batches: int, stages: int, stage: int) -> int:
+    """The most micro-batches whose activations stage `stage` of `stages` keeps at once."""
+    return micro_batches if schedule == "gpipe" else min(micro_batches, stages - stage)
 
 
 def stage_starts(graph: Graph, pipeline: Pipeline) -> tuple[int, ...]:

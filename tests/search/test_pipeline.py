@@ -116,3 +116,30 @@ def test_a_model_micro_batches_would_train_differently_gets_no_stages():
     with pytest.raises(ConfigError, match="mixes the samples of a batch"):
         pipeline_plans(ctx)
     assert staged_plans(ctx, "auto") == []
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_cuts_under_a_memory_bound_are_the_least_largest_run_that_fits(seed):
+    rng = random.Random(100 + seed)
+    n, parts = rng.randint(3, 9), rng.randint(2, 4)
+    items = [rng.uniform(0.1, 3.0) for _ in range(n)]
+    memory = [rng.uniform(0.5, 2.0) for _ in range(n)]
+    cap = rng.uniform(2.0, 6.0)
+
+    def fits(i, j, s):
+        return sum(memory[i:j]) * (parts - s) <= cap          # stage s holds parts - s micro-batches
+
+    allowed = set(range(1, n))
+    best = None
+    for cuts in itertools.combinations(range(1, n), parts - 1):
+        bounds = (0, *cuts, n)
+        if all(fits(a, b, s) for s, (a, b) in enumerate(zip(bounds, bounds[1:]))):
+            cost = max(sum(items[a:b]) for a, b in zip(bounds, bounds[1:]))
+            best = cost if best is None else min(best, cost)
+    chosen = _partition(items, parts, allowed, fits)
+    if best is None:
+        assert chosen is None
+        return
+    bounds = (0, *chosen, n)
+    assert all(fits(a, b, s) for s, (a, b) in enumerate(zip(bounds, bounds[1:])))
+    assert max(sum(items[a:b]) for a, b in zip(bounds, bounds[1:])) == pytest.approx(best, rel=1e-12)
