@@ -8,7 +8,8 @@ a stage's plan; here the stages are equal device blocks, as torchtitan's PP mesh
         g_m  = the graph at batch / m (`micro_batch_graph`: the zoo builds it again)
         for each inner plan of one stage's d = N / p devices (`INNER`: what practitioners
              configure in a stage: data parallel and FSDP where the micro-batch splits over d,
-             tensor parallel in a node with FSDP across) and with / without every block
+             tensor parallel in a node with FSDP across; or, asked, FT's fastest plan of the
+             micro-batch on d devices, the same in every stage) and with / without every block
              recomputed (by default only where the plan without does not fit):
           cuts  = `balanced_cuts`: the blocks cut into p contiguous runs minimizing the largest
                   run's forward + backward time (the ops before the first block go with stage 0,
@@ -34,13 +35,15 @@ from stratagem.errors import ConfigError, StratagemError
 from stratagem.ir import Graph, Role
 from stratagem.plan import Plan
 from stratagem.search.baselines import tensor_width
+from stratagem.search.ft_search import frontier
 from stratagem.search.context import PlanningContext, context, least_time, make_plan, recomputing
 from stratagem.search.strategies import data_parallel_strategy, tensor_parallel_strategy, with_sharded_state
 from stratagem.space import SCHEDULES, Pipeline, Strategy, divisors
 from stratagem.space.micro_batching import check_micro_batchable
 from stratagem.space.pipeline import in_flight, staged
 
-INNER = ("data-parallel", "fsdp", "fsdp-tp")
+INNER = ("data-parallel", "fsdp", "fsdp-tp")       # tried by default
+STAGE_PLANS = (*INNER, "ft")                        # "ft": FT's fastest plan of the micro-batch on d devices
 
 
 @dataclass(frozen=True)
@@ -49,8 +52,8 @@ class PipelineOptions:
     micro_batches: int = field(default=0, metadata={"help": "micro-batch count (0: 1, 2 and 4 times the stage "
                                                              "count, where they divide the batch)"})
     schedule: str = field(default="1f1b", metadata={"help": "gpipe | 1f1b"})
-    inner: str = field(default="", metadata={"help": "each stage's plan: data-parallel | fsdp | fsdp-tp "
-                                                     "(empty: all)"})
+    inner: str = field(default="", metadata={"help": "each stage's plan: data-parallel | fsdp | fsdp-tp | ft "
+                                                     "(FT's fastest on a stage's devices; empty: the first three)"})
     recompute: str = field(default="auto", metadata={"help": "recompute every block: yes | no | both | auto "
                                                              "(only where the plan without does not fit)"})
 
@@ -118,6 +121,9 @@ def inner_strategy(stage: PlanningContext, inner: str) -> dict | None:
     """One stage's plan on its d devices (devices 0..d-1), or None where it does not apply."""
     if inner == "data-parallel":
         return data_parallel_strategy(stage)
+    if inner == "ft":
+        front = frontier(stage)
+        return dict(mini_time_or_fastest(front, stage.memory_cap_bytes).strategy.ops)
     if inner == "fsdp":
         return with_sharded_state(stage, data_parallel_strategy(stage)) if stage.num_devices > 1 else None
     tensor = tensor_width(stage)
@@ -153,6 +159,14 @@ def balanced_cuts(ctx: PlanningContext, stage: PlanningContext, per_stage: dict,
     if chosen is None:
         chosen = _partition(items, p, allowed)
     return None if chosen is None else tuple(graph.ops[starts[i]].name for i in chosen)
+
+
+def mini_time_or_fastest(front, cap_bytes: float) -> Plan:
+    """The frontier's least time under the cap, else its fastest point."""
+    try:
+        return least_time([*front, *front.alternatives], cap_bytes)
+    except StratagemError:
+        return front.min_time
 
 
 def _can_cut(graph: Graph, parts: int) -> bool:
@@ -221,8 +235,8 @@ def _partition(items: list[float], parts: int, allowed: set[int],
 def _check(options: PipelineOptions) -> None:
     if options.schedule not in SCHEDULES:
         raise ConfigError("unknown pipeline schedule", expected=" | ".join(SCHEDULES), got=repr(options.schedule))
-    if options.inner and options.inner not in INNER:
-        raise ConfigError("unknown stage plan", expected=" | ".join(INNER), got=repr(options.inner))
+    if options.inner and options.inner not in STAGE_PLANS:
+        raise ConfigError("unknown stage plan", expected=" | ".join(STAGE_PLANS), got=repr(options.inner))
     if options.recompute not in ("yes", "no", "both", "auto"):
         raise ConfigError("recompute option is not valid", expected="yes | no | both | auto",
                           got=repr(options.recompute))

@@ -143,3 +143,15 @@ def test_cuts_under_a_memory_bound_are_the_least_largest_run_that_fits(seed):
     bounds = (0, *chosen, n)
     assert all(fits(a, b, s) for s, (a, b) in enumerate(zip(bounds, bounds[1:])))
     assert max(sum(items[a:b]) for a, b in zip(bounds, bounds[1:])) == pytest.approx(best, rel=1e-12)
+
+
+def test_stages_may_take_fts_own_plan():
+    from stratagem.search.ft_search import frontier
+    from stratagem.search.pipeline import mini_time_or_fastest
+    ctx = context(zoo.build("gpt-tiny-tiny"), "a100-2x8", 16)
+    (plan,) = pipeline_plans(ctx, PipelineOptions(stages=2, micro_batches=2, inner="ft", recompute="no"))
+    check_pipeline(plan.graph, plan.strategy, plan.strategy.pipeline, 16)
+    stage = context(zoo.build("gpt-tiny-tiny", batch_size=1), "a100-2x8", 8)
+    own = mini_time_or_fastest(frontier(stage), stage.memory_cap_bytes)
+    assert plan.details["stage_plan"] == "ft"
+    assert all(plan.strategy[op].levels == own.strategy[op].levels for op in own.strategy)
