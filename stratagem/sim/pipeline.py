@@ -15,10 +15,12 @@ and per stage s (its ops; an edge's tasks belong to its consumer), from that tim
     B_s   = (end of its last backward task, a sharded weight's gradient reduce-scatter included:
             the runtime scatters each micro-batch's) - (end of stage s+1's last backward; for the
             last stage, the end of its own forward)
-    T_s   = (end of its last sync or update) - (end of its last backward)   once per iteration:
-            replicated weights' gradients are all-reduced once, after the last micro-batch
+    T_s   = its replicated weights' gradient all-reduces one after another, then the most any of
+            its devices spends on optimizer updates: once per iteration, after the last
+            micro-batch (the runtime's deferred sync, then the optimizer step); in the one
+            micro-batch's timeline these take no time
 The schedule then runs m micro-batches (`run_schedule`); with m = 1 it takes the one micro-batch's
-timeline plus the cuts' moves.
+timeline plus the cuts' moves and the tails.
 
 Memory on device d of stage s: the one micro-batch's peak there, plus the activations one
 micro-batch keeps there (cost model's memory by kind) for each further micro-batch the stage holds
@@ -46,7 +48,7 @@ class PipelineSimulation:
         self.stage = stage_of(self.graph, self.pipeline)
         self.blocks = self.pipeline.stage_devices(model.num_devices)
         self.inner = Simulation(model, strategy)
-        self._instant_cuts()
+        self._once_a_step_apart()
         self._run: ScheduleRun | None = None
 
     def run(self) -> SimulationResult:
@@ -59,7 +61,7 @@ class PipelineSimulation:
         if config.devices.start < block.start or config.devices.stop > block.stop:
             raise ValueError(f"op {op!r} must stay on its stage's devices {block.start}..{block.stop - 1}")
         self.inner.edit(op, config)
-        self._instant_cuts()
+        self._once_a_step_apart()
         self.inner.store.update()
         return self._schedule()
 
@@ -76,14 +78,34 @@ class PipelineSimulation:
         return (edge.src_op is not None and not state.is_weight_edge(k)
                 and self.stage[edge.src_op] != self.stage[edge.dst_op])
 
-    def _instant_cuts(self) -> None:
-        """Every task moving a tensor between stages takes no time in the one micro-batch's timeline."""
-        state = self.inner.state
+    def _once_a_step_apart(self) -> None:
+        """In the one micro-batch's timeline, no time for what the pipeline does otherwise: every
+        task moving a tensor between stages (`cut_times` prices the cuts), and each step's gradient
+        all-reduces and optimizer updates (`tail_times`: once, after the last micro-batch)."""
+        state, store = self.inner.state, self.inner.store
         for k, tasks in state.edge_tasks.items():
             if self._crossing(k):
                 for t in (*tasks["fwd"], *tasks["bwd"]):
-                    if self.inner.store.duration[t]:
-                        self.inner.store.set_duration(t, 0.0)
+                    if store.duration[t]:
+                        store.set_duration(t, 0.0)
+        for name, tasks in state.op_tasks.items():
+            once = (*tasks["U"], *(() if state.strategy[name].sharded_state else tasks["sync"]))
+            for t in once:
+                if store.duration[t]:
+                    store.set_duration(t, 0.0)
+
+    def tail_times(self) -> list[float]:
+        """Per stage, after its last micro-batch's backward: the all-reduces of its replicated
+        weights' gradients one after another, then each device's optimizer updates."""
+        p, state = self.pipeline.num_stages, self.inner.state
+        sync, update = [0.0] * p, [dict() for _ in range(p)]
+        for name, config in state.strategy.items():
+            s, cost = self.stage[name], self.model.op_cost(name, config)
+            if not config.sharded_state:
+                sync[s] += sum(step.time_s for step in cost.sync)
+            for d in config.devices:
+                update[s][d] = update[s].get(d, 0.0) + cost.update_time_s
+        return [sync[s] + max(update[s].values(), default=0.0) for s in range(p)]
 
     def cut_times(self) -> list[tuple[float, float]]:
         """(X_s, Y_s) per cut: each crossing tensor moved once into the next stage, and back."""
@@ -107,14 +129,13 @@ class PipelineSimulation:
     # ---- the stages' times from one micro-batch's timeline ------------------------------------
     def stage_times(self) -> list[StageTimes]:
         p = self.pipeline.num_stages
-        forward, backward, tail = [0.0] * p, [0.0] * p, [0.0] * p
+        forward, backward, tail = [0.0] * p, [0.0] * p, self.tail_times()
         state, end = self.inner.state, self.inner.store.end
         for name, tasks in state.op_tasks.items():
             s = self.stage[name]
             per_micro_batch = (*tasks["BG"], *tasks["B"], *(tasks["sync"] if state.strategy[name].sharded_state else ()))
             forward[s] = max([forward[s], *(end[t] for t in (*tasks["G"], *tasks["F"]))])
             backward[s] = max([backward[s], *(end[t] for t in per_micro_batch)])
-            tail[s] = max([tail[s], *(end[t] for t in (*tasks["sync"], *tasks["U"]))])
         for k, tasks in state.edge_tasks.items():
             if not self._crossing(k):
                 s = self.stage[state.edges[k].dst_op]
@@ -127,7 +148,7 @@ class PipelineSimulation:
             gradients = forward[s] if s == p - 1 else backward[s + 1]
             times.append(StageTimes(forward_s=float(max(forward[s] - began, 0.0)),
                                     backward_s=float(max(backward[s] - gradients, 0.0)),
-                                    tail_s=float(max(tail[s] - backward[s], 0.0)),
+                                    tail_s=float(tail[s]),
                                     send_s=float(cuts[s][0]), send_back_s=float(cuts[s][1])))
         return times
 

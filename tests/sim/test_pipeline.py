@@ -1,5 +1,6 @@
 """A plan with stages simulated (sim.pipeline): one micro-batch's timeline and the schedule over
-it. With one micro-batch and the cuts free it is the task graph's own timeline; delta equals full;
+it. With one micro-batch and the cuts free it is the task graph's own timeline (its gradient
+all-reduces and updates taken out, then added once a step); delta equals full;
 memory grows with the micro-batches a stage holds (GPipe: all, 1F1B: p - s)."""
 
 from __future__ import annotations
@@ -36,9 +37,13 @@ def test_one_micro_batch_with_free_cuts_is_the_task_graphs_timeline(stages, tens
     ctx, strategy = pipeline_strategy(1, stages, tensor=tensor)
     simulation = PipelineSimulation(ctx.model, strategy)
     simulation.run()
-    free = [replace(t, send_s=0.0, send_back_s=0.0) for t in simulation.stage_times()]
+    times = simulation.stage_times()
+    free = [replace(t, send_s=0.0, send_back_s=0.0) for t in times]
     run = run_schedule(free, 1, "1f1b")
-    assert run.iteration_time_s == pytest.approx(simulation.inner.store.makespan(), rel=1e-9)
+    assert max(a.end_s for a in run.actions) == pytest.approx(simulation.inner.store.makespan(), rel=1e-9)
+    last_backward = {a.stage: a.end_s for a in run.actions if a.kind == "B"}
+    assert run.iteration_time_s == pytest.approx(max(last_backward[s] + t.tail_s for s, t in enumerate(times)))
+    assert all(t.tail_s > 0 for t in times)        # every stage's weights are updated
     cuts = simulation.cut_times()
     assert len(cuts) == stages - 1 and all(x > 0 and y > 0 for x, y in cuts)
 
@@ -99,3 +104,24 @@ def test_open_simulation_picks_the_pipeline_only_for_stages():
     ctx, strategy = pipeline_strategy(2, 2)
     assert isinstance(open_simulation(ctx.model, strategy), PipelineSimulation)
     assert not isinstance(open_simulation(ctx.model, dict(strategy.ops)), PipelineSimulation)
+
+
+def test_each_step_syncs_and_updates_once_whatever_the_micro_batches():
+    tails = {}
+    for m in (2, 4):
+        ctx, strategy = pipeline_strategy(m, 2)
+        simulation = PipelineSimulation(ctx.model, strategy)
+        simulation.run()
+        tails[m] = [t.tail_s for t in simulation.stage_times()]
+        expected = []
+        for block in strategy.pipeline.stage_devices(DEVICES):
+            ops = [op for op, c in strategy.items() if c.devices.start in block]
+            costs = [ctx.model.op_cost(op, strategy[op]) for op in ops]
+            sync = sum(step.time_s for c in costs for step in c.sync)
+            update = max(sum(c.update_time_s for op, c in zip(ops, costs) if d in strategy[op].devices) for d in block)
+            expected.append(sync + update)
+        assert tails[m] == pytest.approx(expected, rel=1e-12)      # once a step: no factor m
+        run = simulation.schedule_run
+        for s, tail in enumerate(tails[m]):
+            last = max(a.end_s for a in run.actions if a.stage == s)
+            assert run.stage_end_s[s] == pytest.approx(last + tail, rel=1e-12)
