@@ -9,8 +9,9 @@ a stage's plan; here the stages are equal device blocks, as torchtitan's PP mesh
         for each inner plan of one stage's d = N / p devices (`INNER`: what practitioners
              configure in a stage: data parallel and FSDP where the micro-batch splits over d,
              tensor parallel in a node with FSDP across; or, asked, FT's fastest plan of the
-             micro-batch on d devices, the same in every stage) and with / without every block
-             recomputed (by default only where the plan without does not fit):
+             micro-batch on d devices, the same in every stage) and with / without recomputation
+             (by default only where the plan without does not fit: first the blocks of the
+             stages over the memory cap, then every block):
           cuts  = `balanced_cuts`: the blocks cut into p contiguous runs minimizing the largest
                   run's forward + backward time (the ops before the first block go with stage 0,
                   after the last with stage p - 1), by the linear-partition DP
@@ -38,7 +39,7 @@ from stratagem.search.baselines import tensor_width
 from stratagem.search.ft_search import frontier
 from stratagem.search.context import PlanningContext, context, least_time, make_plan, recomputing
 from stratagem.search.strategies import data_parallel_strategy, tensor_parallel_strategy, with_sharded_state
-from stratagem.space import SCHEDULES, Pipeline, Strategy, divisors
+from stratagem.space import SCHEDULES, Pipeline, Strategy, divisors, stage_of
 from stratagem.space.micro_batching import check_micro_batchable
 from stratagem.space.pipeline import in_flight, staged
 
@@ -55,7 +56,8 @@ class PipelineOptions:
     inner: str = field(default="", metadata={"help": "each stage's plan: data-parallel | fsdp | fsdp-tp | ft "
                                                      "(FT's fastest on a stage's devices; empty: the first three)"})
     recompute: str = field(default="auto", metadata={"help": "recompute every block: yes | no | both | auto "
-                                                             "(only where the plan without does not fit)"})
+                                                             "(where the plan without does not fit: the blocks of "
+                                                             "the stages over the cap, else every block)"})
 
 
 def pipeline(ctx: PlanningContext, options: PipelineOptions = PipelineOptions()) -> Plan:
@@ -91,7 +93,10 @@ def pipeline_plans(ctx: PlanningContext, options: PipelineOptions = PipelineOpti
                     plan = _candidate(micro, stage, p, m, inner, recompute, options.schedule)
                     if plan is not None:
                         plans.append(plan)
-                    if options.recompute == "auto" and (plan is None or plan.peak_memory_bytes <= ctx.memory_cap_bytes):
+                    if options.recompute == "auto" and plan is not None and not recompute and not _fits(plan, ctx):
+                        plan = recompute_stages_over(micro, plan)
+                        plans += [plan] if plan is not None else []
+                    if options.recompute == "auto" and (plan is None or _fits(plan, ctx)):
                         break
     if not plans:
         raise StratagemError("no pipeline plan for this graph and device count",
@@ -115,6 +120,28 @@ def _candidate(micro: PlanningContext, stage: PlanningContext, p: int, m: int, i
     strategy = Strategy(staged(ctx.graph, pipe, ctx.num_devices, per_stage), pipeline=pipe)
     label = f"pipeline {p}x{m} {schedule}, {inner}" + (" + recompute" if recompute else "")
     return make_plan(ctx, strategy, "pipeline", details={"stage_plan": inner, "label": label})
+
+
+def recompute_stages_over(micro: PlanningContext, plan: Plan) -> Plan | None:
+    """The plan with the blocks of the stages over the memory cap recomputed (1F1B's first stages
+    hold the most micro-batches), the others keeping their activations; None where that is none
+    or all of them."""
+    pipe = plan.strategy.pipeline
+    peaks = plan.details["peak_memory_per_device"]
+    over = [s for s, block in enumerate(pipe.stage_devices(plan.num_devices))
+            if max(peaks[d] for d in block) > micro.memory_cap_bytes]
+    stage = stage_of(plan.graph, pipe)
+    found = blocks(micro.graph)
+    names = tuple(b.name for b in found if stage[b.ops[0]] in over)
+    if not names or len(names) == len(found):
+        return None
+    label = f"{plan.details['label']} + recompute stage{'s' if len(over) > 1 else ''} {', '.join(map(str, over))}"
+    return make_plan(recomputing(micro, names), plan.strategy, "pipeline",
+                     details={"stage_plan": plan.details["stage_plan"], "label": label})
+
+
+def _fits(plan: Plan, ctx: PlanningContext) -> bool:
+    return plan.peak_memory_bytes <= ctx.memory_cap_bytes
 
 
 def inner_strategy(stage: PlanningContext, inner: str) -> dict | None:

@@ -5,7 +5,9 @@ and into 4 stages of 1 rank (1F1B with 2), give the losses, first-step gradients
 (after 3 steps) of a single-process run of m times the graph's batch in float64, within the bounds
 of runtime.compare. Inside the 2-rank stages: data parallelism, weights held sharded
 ("sharded"), and a reduction split whose partial sums cross the cut; the 4 stages, with fewer
-micro-batches than stages, pass activations through a stage. On 1-rank stages gradients are clipped
+micro-batches than stages, pass activations through a stage; one plan recomputes the first
+stage's block only (search.pipeline's first answer to a stage over the memory cap). On 1-rank
+stages gradients are clipped
 to a global norm across the stages (one plan with SGD, which shows a wrong clip scale undamped).
 Refused before anything launches: batch norm (it mixes the samples of a batch), dropout (its masks
 would repeat in every micro-batch), and a cut between a tied weight's readers (when the plan is
@@ -44,7 +46,8 @@ CLIP = 0.5             # below the first steps' global gradient norm: clipping a
 # name: (micro-batches, stages, ranks per stage, schedule, inside a stage, optimizer)
 CASES = {
     2: {"2x1-gpipe-m2": (2, 2, 1, "gpipe", "data", "adam"), "2x1-gpipe-m4": (4, 2, 1, "gpipe", "data", "adam"),
-        "2x1-1f1b-m2": (2, 2, 1, "1f1b", "data", "adam"), "2x1-1f1b-m4-sgd": (4, 2, 1, "1f1b", "data", "sgd")},
+        "2x1-1f1b-m2": (2, 2, 1, "1f1b", "data", "adam"), "2x1-1f1b-m4-sgd": (4, 2, 1, "1f1b", "data", "sgd"),
+        "2x1-1f1b-m2-recompute-stage0": (2, 2, 1, "1f1b", "recompute-first", "adam")},
     4: {"2x2-1f1b-m2-partial-cut": (2, 2, 2, "1f1b", "partial", "adam"),
         "2x2-gpipe-m4": (4, 2, 2, "gpipe", "data", "adam"),
         "2x2-1f1b-m4-sharded": (4, 2, 2, "1f1b", "sharded", "adam"),
@@ -67,8 +70,10 @@ def pipeline_plan(m: int, stages: int, d: int, schedule: str, inside: str = "dat
         assert (add.kind, down.kind) == ("add", "linear")
         per_stage = {**per_stage, down.name: Configuration.of(k=d)}
     pipe = Pipeline(cuts, m, schedule)
+    recompute = (blocks(graph)[0].name,) if inside == "recompute-first" else ()   # the first stage's block only
     return Plan(graph, f"cpu-1x{stages * d}", stages * d, Strategy(staged(graph, pipe, stages * d, per_stage),
-                pipeline=pipe), algorithm=f"pipeline-{inside}", optimizer=optimizer, model=model)
+                pipeline=pipe), algorithm=f"pipeline-{inside}", optimizer=optimizer, model=model,
+                recompute=recompute)
 
 
 def _cuts(graph, stages: int, after_add: bool = False) -> tuple[str, ...]:

@@ -16,7 +16,8 @@ from stratagem.search import registry
 from stratagem.search.context import context
 from stratagem.search.modes import staged_plans
 from stratagem.search.pipeline import PipelineOptions, _partition, pipeline_plans
-from stratagem.space import check_pipeline
+from stratagem.cost.recompute import blocks
+from stratagem.space import check_pipeline, stage_ops
 
 
 def brute_force(items, parts, allowed):
@@ -155,3 +156,17 @@ def test_stages_may_take_fts_own_plan():
     own = mini_time_or_fastest(frontier(stage), stage.memory_cap_bytes)
     assert plan.details["stage_plan"] == "ft"
     assert all(plan.strategy[op].levels == own.strategy[op].levels for op in own.strategy)
+
+
+def test_only_the_stages_over_the_cap_recompute_first():
+    ctx = context(zoo.build("gpt-tiny"), "a100-2x8", 16, memory_cap_bytes="40MiB")
+    plain, partly, fully = pipeline_plans(ctx, PipelineOptions(stages=4, micro_batches=8))
+    stage = {op: s for s, ops in enumerate(stage_ops(plain.graph, plain.strategy.pipeline)) for op in ops}
+    peaks = plain.details["peak_memory_per_device"]
+    over = {stage[op] for op in plain.strategy for d in plain.strategy[op].devices if peaks[d] > ctx.memory_cap_bytes}
+    found = {b.name: b for b in blocks(plain.graph)}
+    assert not plain.recompute and len(fully.recompute) == len(found)
+    assert partly.recompute and {stage[found[name].ops[0]] for name in partly.recompute} == over
+    assert partly.strategy == plain.strategy
+    assert plain.iteration_time_s < partly.iteration_time_s < fully.iteration_time_s
+    assert partly.peak_memory_bytes < plain.peak_memory_bytes
