@@ -5,7 +5,7 @@ a stage's plan; here the stages are equal device blocks, as torchtitan's PP mesh
     for each stage count p dividing the devices (2 <= p <= the graph's repeated blocks)
       for each micro-batch count m in {p, 2p, 4p} dividing the batch (fewer leave most stages
           idle; more shrink the bubble below 1/5 and each micro-batch's kernels)
-        g_m  = the graph at batch / m (`micro_batch_graph`: the zoo builds it again)
+        g_m  = the graph at batch / m (`graph_at`; for a zoo model the zoo builds it again)
         for each inner plan of one stage's d = N / p devices (`INNER`: what practitioners
              configure in a stage: data parallel and FSDP where the micro-batch splits over d,
              tensor parallel in a node with FSDP across; or, asked, FT's fastest plan of the
@@ -89,15 +89,7 @@ def pipeline_plans(ctx: PlanningContext, options: PipelineOptions = PipelineOpti
             stage = context(graphs[m], ctx.cluster, ctx.num_devices // p, ctx.optimizer,
                             precision=ctx.precision)
             for inner in _inner_plans(options, batch // m, ctx.num_devices // p):
-                for recompute in _recompute_choices(options):
-                    plan = _candidate(micro, stage, p, m, inner, recompute, options.schedule)
-                    if plan is not None:
-                        plans.append(plan)
-                    if options.recompute == "auto" and plan is not None and not recompute and not _fits(plan, ctx):
-                        plan = recompute_stages_over(micro, plan)
-                        plans += [plan] if plan is not None else []
-                    if options.recompute == "auto" and (plan is None or _fits(plan, ctx)):
-                        break
+                plans += _with_recomputation(micro, stage, p, m, inner, options)
     if not plans:
         raise StratagemError("no pipeline plan for this graph and device count",
                              expected="a graph of 2 or more repeated blocks (module-list elements) whose "
@@ -105,6 +97,28 @@ def pipeline_plans(ctx: PlanningContext, options: PipelineOptions = PipelineOpti
                              got=f"{len(blocks(ctx.graph))} blocks, {ctx.num_devices} devices",
                              hint="Plan without stages (--algorithm ft, fsdp, fsdp-tp)")
     return plans
+
+
+def _with_recomputation(micro: PlanningContext, stage: PlanningContext, p: int, m: int, inner: str,
+                        options: PipelineOptions) -> list[Plan]:
+    """The candidates of one (p, m, inner plan): as `options.recompute` asks; under "auto" the
+    plan keeping every activation, and where it does not fit, the one recomputing the blocks of
+    the stages over the cap, and where that does not fit either (or is every block), the one
+    recomputing every block."""
+    if options.recompute != "auto":
+        found = (_candidate(micro, stage, p, m, inner, r, options.schedule) for r in _recompute_choices(options))
+        return [plan for plan in found if plan is not None]
+    plain = _candidate(micro, stage, p, m, inner, False, options.schedule)
+    if plain is None or _fits(plain, micro):
+        return [plain] if plain is not None else []
+    found = [plain]
+    partly = recompute_stages_over(micro, plain)
+    if partly is not None:
+        found.append(partly)
+        if _fits(partly, micro):
+            return found
+    fully = _candidate(micro, stage, p, m, inner, True, options.schedule)
+    return found + ([fully] if fully is not None else [])
 
 
 def _candidate(micro: PlanningContext, stage: PlanningContext, p: int, m: int, inner: str, recompute: bool,
@@ -279,7 +293,7 @@ def _inner_plans(options: PipelineOptions, micro_batch: int, stage_devices: int)
 
 
 def _recompute_choices(options: PipelineOptions) -> tuple[bool, ...]:
-    return {"yes": (True,), "no": (False,), "both": (False, True), "auto": (False, True)}[options.recompute]
+    return {"yes": (True,), "no": (False,), "both": (False, True)}[options.recompute]
 
 
 def _stage_counts(ctx: PlanningContext, options: PipelineOptions) -> list[int]:
