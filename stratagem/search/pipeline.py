@@ -180,12 +180,10 @@ def balanced_cuts(ctx: PlanningContext, stage: PlanningContext, per_stage: dict,
     each weight's readers in one stage and whose stages fit the memory cap by the cost model's
     account (a stage's weights, gradients and optimizer state, and one micro-batch's activations
     for each micro-batch it holds at once); where none fits, the least largest time alone."""
-    found = blocks(ctx.graph)
-    if len(found) < p:
+    graph = ctx.graph
+    if len(blocks(graph)) < p:
         return None
-    graph, index = ctx.graph, ctx.graph.op_index
-    starts = [index[b.ops[0]] for b in found] + [len(graph.ops)]
-    starts[0] = 0
+    starts = _block_starts(graph)
     costs = [stage.model.op_cost(op.name, per_stage[op.name]) for op in graph.ops]
     items = [sum(c.forward_time_s + c.backward_time_s for c in costs[a:b]) for a, b in zip(starts, starts[1:])]
     held = [sum(c.memory.parameter_bytes + c.memory.gradient_bytes + c.memory.optimizer_bytes for c in costs[a:b])
@@ -212,17 +210,17 @@ def mini_time_or_fastest(front, cap_bytes: float) -> Plan:
 
 def _can_cut(graph: Graph, parts: int) -> bool:
     """Whether the graph's blocks can be cut into `parts` stages without splitting a weight's readers."""
-    found = blocks(graph)
-    if len(found) < parts:
+    if len(blocks(graph)) < parts:
         return False
+    starts = _block_starts(graph)
+    return _partition([1.0] * (len(starts) - 1), parts, _allowed_cuts(graph, starts)) is not None
+
+
+def _block_starts(graph: Graph) -> list[int]:
+    """Where each block's run of ops starts (the first with the ops before it), and the end: the
+    items the cuts fall between (ops after the last block go with it)."""
     index = graph.op_index
-    starts = [0] + [index[b.ops[0]] for b in found[1:]] + [len(graph.ops)]
-    return _partition([1.0] * len(found), parts, _allowed_cuts(graph, starts)) is not None
-
-
-def _op_time(stage: PlanningContext, op: str, config) -> float:
-    cost = stage.model.op_cost(op, config)
-    return cost.forward_time_s + cost.backward_time_s
+    return [0] + [index[b.ops[0]] for b in blocks(graph)[1:]] + [len(graph.ops)]
 
 
 def _allowed_cuts(graph: Graph, starts: list[int]) -> set[int]:
