@@ -52,8 +52,7 @@ class PipelineSimulation:
         self._run: ScheduleRun | None = None
 
     def run(self) -> SimulationResult:
-        self.inner.store.simulate()
-        self.inner._simulated = True
+        self.inner.run()
         return self._schedule()
 
     def change(self, op: str, config: Configuration) -> SimulationResult:
@@ -108,20 +107,18 @@ class PipelineSimulation:
         return [sync[s] + max(update[s].values(), default=0.0) for s in range(p)]
 
     def cut_times(self) -> list[tuple[float, float]]:
-        """(X_s, Y_s) per cut: each crossing tensor moved once into the next stage, and back."""
+        """(X_s, Y_s) per cut: each crossing tensor moved once into the first later stage reading
+        it (its first consumer's re-scheduling there), relayed on through every cut it crosses."""
         state, p = self.inner.state, self.pipeline.num_stages
-        first: dict[tuple[str, int], int] = {}
+        into: dict[str, dict[int, int]] = {}         # tensor -> {reading stage: its first crossing edge}
         for k, edge in enumerate(state.edges):
             if self._crossing(k):
-                first.setdefault((edge.tensor, self.stage[edge.dst_op]), k)
+                into.setdefault(edge.tensor, {}).setdefault(self.stage[edge.dst_op], k)
         cuts = [[0.0, 0.0] for _ in range(p - 1)]
-        for (tensor, dst), k in first.items():
-            if (tensor, dst) != min(((t, d) for t, d in first if t == tensor), key=lambda x: x[1]):
-                continue
+        for by_stage in into.values():
+            k = by_stage[min(by_stage)]
             cost = state.edge_cost(k)
-            src = self.stage[state.edges[k].src_op]
-            last = max(d for t, d in first if t == tensor)
-            for s in range(src, last):
+            for s in range(self.stage[state.edges[k].src_op], max(by_stage)):
                 cuts[s][0] += sum(step.time_s for step in cost.forward_steps)
                 cuts[s][1] += sum(step.time_s for step in cost.backward_steps)
         return [tuple(c) for c in cuts]
