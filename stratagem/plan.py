@@ -92,7 +92,7 @@ class Plan:
     def from_dict(cls, data: Mapping[str, Any], graph: Graph | None = None, source: str = "plan file") -> "Plan":
         """A plan from its JSON record; every field checked, a bad one named (`source`: the file)."""
         top = Fields.of(migrate(Fields.of(data, source)), source)
-        graph = graph or _graph(top)
+        graph = _graph(top) if top.has("graph") else graph or _graph(top)
         num_devices = top.integer("num_devices")
         strategy = _strategy(top.sub("strategy"), graph, num_devices)
         return cls(graph, top.text("cluster"), num_devices, strategy, _recorded(top, "iteration_time_s"),
@@ -111,7 +111,9 @@ class Plan:
 
 
 class Frontier(Sequence):
-    """Plans on the time / peak-memory frontier, memory ascending and time descending.
+    """Plans on the time / peak-memory frontier, memory ascending and time descending. Its file
+    holds the graph once; a plan of another graph (one with pipeline stages holds one micro-batch's)
+    holds its own.
     `alternatives`: simulated plans from outside the search (data parallel) that the choices
     (`search.modes`) also weigh, so a plan chosen is never slower than the simplest one;
     they are not frontier points and are not iterated."""
@@ -143,8 +145,8 @@ class Frontier(Sequence):
         graph = self._plans[0].graph if self._plans else None
         return {"format_version": FORMAT_VERSION, "details": self.details,
                 "graph": graph_to_dict(graph) if graph is not None else None,
-                "plans": [p.to_dict(with_graph=False) for p in self._plans],
-                "alternatives": [p.to_dict(with_graph=False) for p in self.alternatives]}
+                "plans": [p.to_dict(with_graph=p.graph is not graph) for p in self._plans],
+                "alternatives": [p.to_dict(with_graph=p.graph is not graph) for p in self.alternatives]}
 
     def save(self, path: str | Path) -> None:
         atomic_write_json(path, self.to_dict())

@@ -112,6 +112,18 @@ def test_a_frontier_with_stages_keeps_exactly_the_undominated_points():
     assert frontier_with_stages(ctx, front, "no") is front
 
 
+def test_a_frontier_file_keeps_each_plans_own_graph(tmp_path):
+    from stratagem.plan import Frontier
+    ctx = context(zoo.build("gpt-tiny-tiny"), "a100-2x8", 16)
+    plans = [registry.run(ctx, "fsdp-tp", {}), *staged_plans(ctx, "yes")]
+    Frontier(plans).save(tmp_path / "f.json")
+    loaded = Frontier.load(tmp_path / "f.json")
+    for before, after in zip(Frontier(plans), loaded):
+        assert after.strategy == before.strategy
+        assert after.graph.tensors["tokens"].shape == before.graph.tensors["tokens"].shape
+    assert {p.graph.tensors["tokens"].shape[0] for p in loaded} == {2, 1}
+
+
 def test_a_model_micro_batches_would_train_differently_gets_no_stages():
     ctx = context(zoo.build("resnet-101-tiny"), "a100-2x8", 16)
     with pytest.raises(ConfigError, match="mixes the samples of a batch"):
