@@ -64,7 +64,7 @@ def frontier(ctx: PlanningContext, options: FTSearchOptions = FTSearchOptions())
     if baseline is not None:        # a second run that fixes hubs as data parallel has them (its top pass)
         preferred = replace(options.ft, peak_passes=1)
         result = merged(result, peak_frontier_tracking(search_space.problem, preferred, prefer=baseline))
-    fixes = [{"op": search_space.groups[f.node].anchor, "config": str(search_space.config(f.node, f.config)),
+    fixes = [{"op": search_space.groups[f.node].anchor, "config": _fixed_config(search_space, f),
               "reason": f.reason} for f in result.heuristic_fixes]
     plans = []
     for point in result.points:
@@ -79,6 +79,15 @@ def frontier(ctx: PlanningContext, options: FTSearchOptions = FTSearchOptions())
                                       else [])
     return Frontier(plans, {"algorithm": "ft", "stats": stats, "heuristic_fixes": fixes},
                     [plan for strategy in alternatives for plan in _alternatives(ctx, search_space, strategy)])
+
+
+def _fixed_config(search_space: SearchSpace, fix) -> str:
+    """The configuration a heuristic elimination fixed, as text. A node that branch elimination
+    merged with another indexes the product of both nodes' configurations: that index is given."""
+    g = fix.node
+    if fix.config < len(search_space.configs[g]) * search_space.num_flags(g):
+        return str(search_space.config(g, fix.config))
+    return f"configuration {fix.config} of the node merged from group {g} and others"
 
 
 def ft(ctx: PlanningContext, options: FTSearchOptions = FTSearchOptions()) -> Plan:

@@ -39,3 +39,11 @@ def test_mesh_tf_replicates_scalars_and_refuses_spaces_too_large(tiny_ctx):
     assert len(front) >= 1 and all(p.algorithm == "mesh-tf" for p in front)
     with pytest.raises(baselines.TooManyLayouts, match="at most 1 layouts"):
         baselines.mesh_tf_frontier(tiny_ctx, MeshTFOptions(layout_limit=1))
+
+
+def test_a_fix_on_a_merged_node_is_reported_not_a_crash():
+    """ToFu's space on gpt-tiny-tiny at 16 devices fixes a node that branch elimination merged
+    (its index runs over both nodes' configurations); the frontier reports it and goes on."""
+    plan = baselines.tofu_like(context(sg.zoo.build("gpt-tiny-tiny"), "a100-2x8", 16), RestrictedOptions(runnable=False))
+    fixes = plan.details["heuristic_fixes"]
+    assert any("merged" in f["config"] for f in fixes) and plan.iteration_time_s > 0
