@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+import stratagem as sg
 from stratagem.cost.recompute import blocks
 from stratagem.frontend import zoo
 from stratagem.search.context import context
@@ -125,3 +126,11 @@ def test_each_step_syncs_and_updates_once_whatever_the_micro_batches():
         for s, tail in enumerate(tails[m]):
             last = max(a.end_s for a in run.actions if a.stage == s)
             assert run.stage_end_s[s] == pytest.approx(last + tail, rel=1e-12)
+
+
+def test_the_public_simulate_runs_the_schedule_of_a_strategy_with_stages():
+    ctx, strategy = pipeline_strategy(4, 2)
+    result = sg.simulate(ctx.graph, CLUSTER, strategy, devices=DEVICES)
+    expected = PipelineSimulation(ctx.model, strategy).run()
+    assert result.iteration_time_s == pytest.approx(expected.iteration_time_s, rel=1e-12)
+    assert {t.label for t in result.trace_tasks} >= {"F0", "F3", "B0", "B3"}
