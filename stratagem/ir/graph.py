@@ -128,6 +128,12 @@ class Graph:
         return tuple(s.name for s in self.tensors_with_role(Role.INPUT))
 
     @property
+    def batch_sizes(self) -> frozenset[int]:
+        """The sizes of the graph inputs' sample dims (one, for a batch every input shares)."""
+        return frozenset(self.tensors[t].shape[self.tensors[t].sample_dim] for t in self.inputs
+                         if self.tensors[t].sample_dim is not None)
+
+    @property
     def weights(self) -> tuple[TensorSpec, ...]:
         return self.tensors_with_role(Role.WEIGHT)
 

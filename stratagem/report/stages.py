@@ -40,10 +40,7 @@ def stage_table(plan: Plan) -> Table:
 
 
 def _micro_batch(plan: Plan) -> int:
-    graph = plan.graph
-    sizes = [graph.tensors[t].shape[graph.tensors[t].sample_dim] for t in graph.inputs
-             if graph.tensors[t].sample_dim is not None]
-    return sizes[0] if sizes else 1
+    return min(plan.graph.batch_sizes, default=1)
 
 
 def write_schedule_png(plan: Plan, run, path) -> object:

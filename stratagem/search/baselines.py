@@ -106,8 +106,7 @@ def fsdp_tp(ctx: PlanningContext, options: FSDPTPOptions = FSDPTPOptions()) -> P
 def tensor_width(ctx: PlanningContext) -> int:
     """The devices of a node, halved until the remaining (data-parallel) width divides the batch."""
     tensor = min(ctx.model.cluster.spec.devices_per_node, ctx.num_devices)
-    batch = min((s.shape[s.sample_dim] for s in (ctx.graph.tensors[t] for t in ctx.graph.inputs)
-                 if s.sample_dim is not None), default=1)
+    batch = min(ctx.graph.batch_sizes, default=1)
     while tensor > 1 and (ctx.num_devices % tensor or batch % (ctx.num_devices // tensor)):
         tensor //= 2
     return tensor

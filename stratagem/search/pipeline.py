@@ -316,12 +316,11 @@ def _micro_batch_counts(batch: int, stages: int, options: PipelineOptions) -> li
 
 
 def _batch(graph: Graph) -> int:
-    sizes = {graph.tensors[t].shape[graph.tensors[t].sample_dim] for t in graph.inputs
-             if graph.tensors[t].sample_dim is not None}
+    sizes = graph.batch_sizes
     if len(sizes) != 1:
         raise ConfigError("the graph's batch is not known", expected="inputs with one batch size (their sample dim)",
                           got=f"batch sizes {sorted(sizes)}")
-    return sizes.pop()
+    return next(iter(sizes))
 
 
 def in_zoo(name: str) -> bool:

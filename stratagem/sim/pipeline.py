@@ -50,10 +50,10 @@ class PipelineSimulation:
         self.inner = Simulation(model, strategy)
         self._once_a_step_apart()
         self._run: ScheduleRun | None = None
+        self._one: SimulationResult | None = None       # the one micro-batch's, of the current timeline
 
     def run(self) -> SimulationResult:
-        self.inner.run()
-        return self._schedule()
+        return self._schedule(self.inner.run())
 
     def change(self, op: str, config: Configuration) -> SimulationResult:
         block = self.blocks[self.stage[op]]
@@ -62,13 +62,14 @@ class PipelineSimulation:
         self.inner.edit(op, config)
         self._once_a_step_apart()
         self.inner.store.update()
-        return self._schedule()
+        return self._schedule(self.inner.result())
 
     def summary(self) -> tuple[float, float]:
         result = self.result()
         return result.iteration_time_s, result.peak_memory_bytes
 
-    def _schedule(self) -> SimulationResult:
+    def _schedule(self, one: SimulationResult) -> SimulationResult:
+        self._one = one
         self._run = run_schedule(self.stage_times(), self.pipeline.micro_batches, self.pipeline.schedule)
         return self.result()
 
@@ -157,7 +158,7 @@ class PipelineSimulation:
         return self._run
 
     def peak_memory_per_device(self) -> tuple[float, ...]:
-        one = self.inner.result().peak_memory_per_device
+        one = self._one.peak_memory_per_device
         activations = self.model.memory_parts(self.inner.strategy)["activations"]
         held = self.schedule_run.in_flight
         peaks = list(one)
@@ -167,7 +168,7 @@ class PipelineSimulation:
         return tuple(peaks)
 
     def result(self, with_trace: bool = False) -> SimulationResult:
-        run, one = self.schedule_run, self.inner.result()
+        run, one = self.schedule_run, self._one
         m = self.pipeline.micro_batches
         peaks = self.peak_memory_per_device()
         compute = [0.0] * len(peaks)
