@@ -5,7 +5,8 @@
     optimizer_bytes  = local shard elements x states x the bytes the weight is held in / update shards
                        SGD 0 states, momentum 1, Adam/AdamW 2 (under mixed precision the weight
                        is held in float32 and so are its states: cost.opcost.held_itemsize)
-    activation_bytes = the local blocks of the tensors autograd keeps for the op's backward
+    activation_bytes = the local blocks of the tensors autograd keeps for the op's backward, and
+                       what its kernel keeps besides them (kept_inside_bytes)
     temporary_bytes  = transient buffers (re-scheduling intermediates are on the edges)
 
 Which tensors an op keeps (`saved_tensors`): `Op.saved` when capture recorded it; otherwise the
@@ -17,12 +18,18 @@ after PyTorch's autograd formulas, derivatives.yaml; tdl.trace.SAVES):
   - every input that is not a weight or buffer (a linear keeps x to form dW = x^T dY;
     its weight is already counted in parameter_bytes), and for some ops (amax, pow) the output too.
 A weight belongs to the first op that reads it (ir.ownership.weight_owner); other readers get it over an edge.
+Capture records no `saved` for an op whose record says the runtime runs one fused kernel keeping
+what `saves` says (`fused_saves`: attention), where capture traced a decomposed reference.
+What a kernel keeps that is neither an input nor the output (`kept_inside_bytes`: cross-entropy's
+log-probabilities, RMSNorm's normalized input) is the record's `keeps_inside` (multiples of its
+first input's local bytes, some only when an optional input is given), kept from its forward until its backward as the saved tensors are.
 
 Which op outputs share their input's storage (PyTorch views: transpose, permute, expand, squeeze,
 slicing, a reshape of a contiguous tensor) is the op's record too (its `view`, tdl.trace.VIEWS):
 `viewed_input` says which input a view aliases. A reshape (flatten, unflatten) of a non-contiguous
 input copies in PyTorch; an input made by a "strided" view (transpose, permute, expand) is taken as
-non-contiguous. The simulator gives a view no buffer of its own (it keeps the buffer it reads alive
+non-contiguous, unless it undoes its input's own order (`memory_order`: a decoder's attention
+output lies as its transposed query, [B, L, H, E], and transposing it back is contiguous). The simulator gives a view no buffer of its own (it keeps the buffer it reads alive
 for the view's readers); the transient memory (cost.transient) gives it none either.
 """
 
@@ -31,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from stratagem import values
-from stratagem.ir import Graph, Op
+from stratagem.ir import Graph, Op, dtype_bytes
 from stratagem.ir.ownership import PARAMETER_ROLES
 from stratagem.tdl.library import LIBRARY
 
@@ -45,6 +52,8 @@ class MemoryCost:
     optimizer_bytes: float
     activation_bytes: float
     temporary_bytes: float
+    kept_inside_bytes: float = 0.0   # of activation_bytes: what the kernel keeps that is neither
+                                     # an input nor the output (`kept_inside_bytes` below)
 
     @property
     def total_bytes(self) -> float:
@@ -90,9 +99,61 @@ def viewed_input(graph: Graph, op: Op) -> str | None:
     data = [t for t in dict.fromkeys(op.inputs) if graph.tensors[t].role not in PARAMETER_ROLES]
     if len(data) != 1 or graph.producer.get(data[0]) is None:
         return None
-    if view == "reshape" and view_of(graph.producer[data[0]].kind) == "strided":
+    if view == "reshape" and not is_contiguous(graph, data[0]):
         return None
     return data[0]
+
+
+def is_contiguous(graph: Graph, tensor: str) -> bool:
+    """Whether `tensor` lies row-major in memory (`memory_order`)."""
+    return memory_order(graph, tensor) == tuple(range(len(graph.tensors[tensor].shape)))
+
+
+def memory_order(graph: Graph, tensor: str) -> tuple[int, ...] | None:
+    """`tensor`'s dims from outermost to innermost in memory (None: strided in some other way).
+    Row-major unless its producer says otherwise: a transpose swaps the two dims in its input's
+    order; an elementwise op of an input of its own shape, or a kernel whose record says
+    `output_like_input` (fused attention), lays its output out as that input lies; another
+    strided view (permute, expand) is not row-major."""
+    rank = len(graph.tensors[tensor].shape)
+    producer = graph.producer.get(tensor)
+    if producer is None or producer.kind not in LIBRARY or not producer.inputs:
+        return tuple(range(rank))
+    source = producer.inputs[0]
+    if producer.kind == "transpose":
+        order = memory_order(graph, source)
+        a, b = int(producer.attrs["dim0"]) % rank, int(producer.attrs["dim1"]) % rank
+        return None if order is None else tuple(b if d == a else a if d == b else d for d in order)
+    if view_of(producer.kind) == "strided":
+        return None
+    if graph.tensors[source].shape == graph.tensors[tensor].shape and (
+            LIBRARY[producer.kind].output_like_input or _elementwise(graph, producer)):
+        return memory_order(graph, source)
+    return tuple(range(rank))
+
+
+def _elementwise(graph: Graph, op: Op) -> bool:
+    from stratagem.tdl.graphops import analyze_op
+    return analyze_op(graph, op).is_elementwise
+
+
+def kept_inside_bytes(graph: Graph, op: Op, first_input_local_elements: float) -> float:
+    """Bytes `op`'s kernel keeps for backward beyond its saved inputs and outputs (the record's
+    `keeps_inside` x its first input's local bytes); none when no input needs a gradient."""
+    record = LIBRARY.get(op.kind)
+    if record is None or not record.keeps_inside or not op.inputs:
+        return 0.0
+    if not any(t in graph.requires_grad for t in op.inputs):
+        return 0.0
+    multiple = sum(m for m, given in record.keeps_inside if given is None or _given(record, op, given))
+    return multiple * first_input_local_elements * dtype_bytes(graph.tensors[op.inputs[0]].dtype)
+
+
+def _given(record, op: Op, parameter: str) -> bool:
+    """Whether `op` reads the record's tensor parameter `parameter` (trailing optional inputs
+    left out are absent from op.inputs)."""
+    names = [p.name for p in record.tensor_params]
+    return parameter in names and names.index(parameter) < len(op.inputs)
 
 
 def keeps_weight_copy(graph: Graph, op: Op, tensor: str) -> bool:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from stratagem.cost.compute import is_contraction, local_extents
 from stratagem.cost.compute_table import ProfileRequest
 from stratagem.cost.costs import OpCost, WeightCopies
-from stratagem.cost.memory import MemoryCost, keeps_weight_copy, saved_tensors
+from stratagem.cost.memory import MemoryCost, kept_inside_bytes, keeps_weight_copy, saved_tensors
 from stratagem.cost.recompute import as_captured
 from stratagem.cost.steps import CommStep
 from stratagem.cost.weight_state import ShardedWeight, sharded_weights
@@ -121,7 +121,7 @@ def build_op_cost(model, op_name: str, config: Configuration) -> OpCost:
     backward_s = times.backward_time_s + (times.forward_time_s if recomputed else 0.0)
     return OpCost(times.forward_time_s, backward_s,
                   _update_time_s(model, op, inputs, shards), sync,
-                  sum((s.time_s for s in sync), 0.0), _memory(model, op, inputs, output, shards, sharded, copies),
+                  sum((s.time_s for s in sync), 0.0), _memory(model, op, inputs, output, shards, sharded, copies, recomputed),
                   times.source, gather, bool(gather) and (config.state == "sharded" or recomputed), copies)
 
 
@@ -233,10 +233,11 @@ def _update_time_s(model, op, inputs: list[TensorLayout], shards: dict[int, int]
 
 
 def _memory(model, op, inputs: list[TensorLayout], output: TensorLayout, shards: dict[int, int],
-            sharded: dict[int, ShardedWeight], copies: WeightCopies) -> MemoryCost:
+            sharded: dict[int, ShardedWeight], copies: WeightCopies, recomputed: bool) -> MemoryCost:
     """A weight held sharded has its weight, gradient and optimizer state in its stored layout;
     `shards` (with `shard_updates`) divides optimizer state only; weights are held in
-    `held_itemsize`. A weight copy kept until backward counts with the saved activations."""
+    `held_itemsize`. A weight copy kept until backward counts with the saved activations, and so
+    does what the kernel keeps inside (cost.memory.kept_inside_bytes), unless its block recomputes."""
     graph = model.graph
 
     def held(i: int) -> float:
@@ -250,7 +251,15 @@ def _memory(model, op, inputs: list[TensorLayout], output: TensorLayout, shards:
         elements = inputs[i].local_num_elements(spec.shape) / shards[i]
         optimizer += elements * model.optimizer.state_bytes_per_element(held_itemsize(model, spec))
     saved = saved_tensors(graph, op)
+    inside = 0.0 if recomputed else kept_inside(graph, op, inputs)
     activation = sum(_local_bytes(graph, t, output if t in op.outputs else inputs[op.inputs.index(t)])
-                     for t in saved) + copies.kept_bytes
+                     for t in saved) + copies.kept_bytes + inside
     temporary = sum(_local_bytes(graph, t, output) for t in op.outputs if t not in saved)
-    return MemoryCost(parameter, gradient, optimizer, activation, temporary)
+    return MemoryCost(parameter, gradient, optimizer, activation, temporary, inside)
+
+
+def kept_inside(graph, op, inputs: list[TensorLayout]) -> float:
+    """What `op`'s kernel keeps for backward besides its saved tensors, under its input layouts."""
+    if not op.inputs:
+        return 0.0
+    return kept_inside_bytes(graph, op, inputs[0].local_num_elements(graph.tensors[op.inputs[0]].shape))

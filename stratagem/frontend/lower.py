@@ -234,8 +234,8 @@ class Lowering:
                 self.names.setdefault(spec.name, spec.name)
         saved = self.saved_names(node) if charge else ()
         for k, (op, _) in enumerate(built):
-            self.ops.append(Op(op.name, op.kind, op.inputs, op.outputs, op.attrs, op.module,
-                               _share_of(saved, built, k)))
+            kept = None if _fused(op) else _share_of(saved, built, k)
+            self.ops.append(Op(op.name, op.kind, op.inputs, op.outputs, op.attrs, op.module, kept))
         internal = self.saved.internal_num_bytes.get(node.name, 0)
         if internal and charge:
             self.internal[built[-1][0].name] = internal
@@ -302,6 +302,14 @@ class Lowering:
             parent, _, index = key.partition("#")
             key = self._element_names(self.nodes[parent]).get(int(index), key)
         return self.names.get(key)
+
+
+def _fused(op: Op) -> bool:
+    """Whether the runtime runs `op` as one fused kernel that keeps what its record's `saves`
+    says (tdl `fused_saves`), so that what capture saw a decomposed reference keep does not hold:
+    attention without dropout (with dropout, a split runs the written-out form)."""
+    record = LIBRARY.get(op.kind)
+    return record is not None and record.fused_saves and not dict(op.attrs).get("dropout_p", 0.0)
 
 
 def _share_of(saved: tuple[str, ...] | None, built: list[tuple[Op, TensorSpec]], k: int

@@ -31,7 +31,8 @@ from stratagem.runtime.launch import LaunchOptions, launch
 from stratagem.runtime.runnable import require_runnable
 
 DTYPES = ("float32", "float64")          # what a run may train in (float64: the same-training check)
-MEMORY_MEANING = ("largest total of live tensor storage bytes on the rank during the first step "
+MEMORY_MEANING = ("largest total of live tensor storage bytes on the rank during the second step "
+                  "(the first with optimizer state; the first step when only one runs) "
                   "(torch.distributed._tools.MemTracker: parameters, gradients, optimizer states, "
                   "activations, temporaries; no allocator caching, Python objects or gloo buffers)")
 
@@ -124,10 +125,17 @@ def _checked(plans: Sequence[Plan], options: RunOptions) -> int:
     return nproc
 
 
+def timed_steps(times: list[float], warmup: int, memory_step: int | None) -> list[float]:
+    """The step times after `warmup`, but the step whose memory was tracked (MemTracker slows it),
+    unless it is the only one left."""
+    timed = [t for i, t in enumerate(times) if i >= warmup and i != memory_step]
+    return timed or times[warmup:]
+
+
 def report(plan: Plan, path: str, measured: dict[str, Any], params_path: Path, options: RunOptions
            ) -> dict[str, Any]:
     times = measured["step_times_s"]
-    timed = times[options.warmup:]
+    timed = timed_steps(times, options.warmup, measured.get("memory_step"))
     iteration = statistics.median(timed)
     peaks = [p["num_bytes"] if p else None for p in measured["peak_memory"]]
     largest = max((p for p in peaks if p is not None), default=float("nan"))

@@ -3,7 +3,9 @@
 A job runs several tasks in one launch (torchrun's start-up costs seconds). Each task trains a zoo
 model under a plan for some steps and writes `<out>/<task>.json` (rank 0): the loss of every step,
 each step's time (the slowest rank's; the first `warmup` steps are not timed), every rank's peak
-memory (runtime.memory, measured during the first step), and, if asked, the final parameters
+memory (runtime.memory, measured during the second step, once the optimizer has state, or the
+first when it is the only one; `memory_step` says which, and that step is not timed), and, if
+asked, the final parameters
 (`<task>.params.pt`, whole tensors) and a checkpoint. A rank that fails writes
 `<out>/rank<r>.error.json` (the task, the step, the exception) before exiting non-zero, so the
 launcher can name it; a rank killed by a signal (a C++ abort in a collective) prints the Python stack
@@ -89,13 +91,14 @@ def run_task(task: dict[str, Any], out: Path, where: dict[str, Any], meshes=None
     start = checkpoint.load(model, optimizer, task["load_checkpoint"]) if task.get("load_checkpoint") else 0
     losses, times, peak, gradients = [], [], None, {}
     keep = (lambda named: gradients.update(_whole_gradients(model, named))) if task.get("save_params") else None
+    measured = start + 1 if task["steps"] >= 2 else start     # a steady step: the optimizer has state
     for s in range(start, start + task["steps"]):
         where["step"] = s
         _maybe_fault(s, out)
         inputs = shard_of(model, batch(spec, s))
         dist.barrier()
         seen = keep if s == start else None
-        if peak is None and task.get("memory", True) and seen is None:    # gathering gradients is no step's memory
+        if s == measured and task.get("memory", True) and seen is None:    # gathering gradients is no step's memory
             loss, time_s, peak = _measured_step(model, optimizer, inputs, seen)
         else:
             loss, time_s = _timed_step(model, optimizer, inputs, seen)
@@ -105,6 +108,7 @@ def run_task(task: dict[str, Any], out: Path, where: dict[str, Any], meshes=None
     op_times = _op_timed_steps(task, model, optimizer, spec, start + task["steps"], device, where)
     if task.get("save_checkpoint"):
         checkpoint.save(model, optimizer, task["save_checkpoint"], start + task["steps"])
+    task = {**task, "memory_step": measured - start if peak is not None else None}
     _write_results(task, out, plan, model, losses, times, peak, gradients, op_times)
 
 
@@ -193,6 +197,7 @@ def _write_results(task, out: Path, plan: Plan, model, losses, times, peak, grad
     atomic_write_json(out / f"{task['name']}.json", {
         "task": task["name"], "plan": task["plan"], "world_size": dist.get_world_size(),
         "losses": losses, "step_times_s": slowest.tolist(), "warmup": task.get("warmup", 1),
+        "memory_step": task.get("memory_step"),
         "peak_memory": peaks, "predicted_iteration_time_s": plan.iteration_time_s,
         "predicted_peak_memory_bytes": plan.peak_memory_bytes,
         "predicted_peak_memory_per_device": plan.details.get("peak_memory_per_device"),

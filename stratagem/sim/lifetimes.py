@@ -12,6 +12,8 @@
     the consumer keeps it (unless the reuse option is keep_before); step scratch lives while the
     steps run; keep_after drops the producer's copy after forward (TensorOpt's tensor reuse);
   - a view (`cost.memory.viewed_input`) has no buffer: the one it reads lives on for the view's users.
+  - what an op's kernel keeps besides its saved tensors (cost.memory.kept_inside_bytes: the
+    log-probabilities of a cross-entropy) lives from F(o, d) until B(o, d);
   - an op of a recomputed block keeps again what it would have kept, from the block's
     recomputation (the backward of its last op) until its own backward (cost.recompute);
 Gradients of activations are not counted (transient, at most a few layers' worth).
@@ -23,6 +25,7 @@ tasks of other units); after a delta edit, `touched_by` says which units' buffer
 from __future__ import annotations
 
 from stratagem.cost.memory import keeps_copy
+from stratagem.cost.opcost import kept_inside
 from stratagem.ir import dtype_bytes
 from stratagem.sim.memory import Buffer, BufferSet
 from stratagem.sim.state import SimState
@@ -44,6 +47,8 @@ def op_buffers(state: SimState, name: str) -> BufferSet:
         if resident:
             buffers.append(Buffer(d, resident, None))
         buffers.extend(_weight_copy_buffers(cost.weight_copies, tasks, i, d))
+        if memory.kept_inside_bytes:
+            buffers.append(Buffer(d, memory.kept_inside_bytes, tasks["F"][i], (tasks["B"][i],)))
         buffers.extend(_recomputed_buffers(state, name, i, d))
         for t in () if aliased else op.outputs:
             spec = state.graph.tensors[t]
@@ -114,15 +119,18 @@ def _recomputed_buffers(state: SimState, name: str, i: int, d: int) -> list[Buff
     """What a recomputed op keeps again (cost.recompute): from the start of its block's
     recomputation (the backward of the block's last op on d, else its own) until its backward."""
     graph = state.graph
-    saved = graph.meta.get("recompute_saved", {}).get(name, ())
-    if not saved:
+    if name not in graph.meta.get("recompute_from", {}):
         return []
+    saved = graph.meta.get("recompute_saved", {}).get(name, ())
     config, op = state.strategy[name], graph.op(name)
     last = graph.meta["recompute_from"][name]
     start = state.op_tasks[name]["B"][i]
     if last in state.op_tasks and d in state.strategy[last].devices:
         start = state.op_tasks[last]["B"][state.strategy[last].devices.index(d)]
     found = []
+    inside = kept_inside(graph, op, [state.model.input_layout(name, config, k) for k in range(len(op.inputs))])
+    if inside:
+        found.append(Buffer(d, inside, start, (state.op_tasks[name]["B"][i],)))
     for t in saved:
         spec = graph.tensors[t]
         layout = (state.model.layouts.output_layout(name, config) if t in op.outputs

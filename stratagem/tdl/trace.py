@@ -144,11 +144,14 @@ class Description:
 #   "plain"    squeeze, unsqueeze, slicing: a view that keeps its input's contiguity
 VIEWS = ("reshape", "strided", "plain")
 # What autograd keeps for the op's backward (derivatives.yaml), when capture did not record it:
-#   "nothing"  its gradient needs no values (add, sub, neg, cat, every view)
+#   "nothing"  its gradient needs no values (add, sub, neg, cat, every view), or only integer
+#              indices (embedding, index_select, a loss's targets: one element per row, not counted)
 #   "output"   its gradient is written in its output (softmax, relu, sigmoid, tanh, exp)
 #   "inputs"   every input that is not a weight or buffer (a linear keeps x to form dW = x^T dY)
 #   "inputs_and_output"  both (amax, logsumexp, pow, prod, std)
-# (Buffers a kernel makes for its own backward, as max-pool indices, are neither and not counted.)
+# Buffers a kernel makes for its own backward that are neither (cross-entropy's log-probabilities,
+# RMSNorm's normalized input) are `keeps_inside`, in multiples of its first input's bytes; small ones
+# (max-pool indices, a norm's per-row statistics) are not counted.
 SAVES = ("nothing", "output", "inputs", "inputs_and_output")
 
 
@@ -169,11 +172,26 @@ class OpDef:
     float32_math: str = "float32"  # the precision PyTorch computes its float32 math in by default
     matrix_engine: bool = False    # its kernels run on the matrix engine though its description is
                                    # not one contraction (attention: two around a softmax)
+    keeps_inside: tuple[tuple[float, str | None], ...] = ()
+                                   # what its kernel keeps for backward beyond `saves`: terms
+                                   # (multiple of its first input's local bytes, the optional input
+                                   # that must be given for it, or None): RMSNorm keeps x * rstd to
+                                   # form its weight's gradient, ((1.0, "weight"),)
+    output_like_input: bool = False   # its kernel lays its output out in memory as its first
+                                      # input lies (fused attention: a decoder's query is a
+                                      # transposed [B, L, H, E], and so is the output)
+    fused_saves: bool = False      # the runtime runs it as one fused kernel that keeps what `saves`
+                                   # says, whatever capture saw a decomposed reference keep
 
     def __post_init__(self) -> None:
         if self.view not in (None, *VIEWS) or self.saves not in SAVES:
             raise TDLError(f"op {self.name!r}: unknown view or saves", expected=f"view in {VIEWS}, saves in {SAVES}",
                            got=f"view={self.view!r}, saves={self.saves!r}")
+        params = [p.name for p in self.tensor_params]
+        if any(m < 0 or (w is not None and w not in params) for m, w in self.keeps_inside):
+            raise TDLError(f"op {self.name!r}: keeps_inside holds (multiple of the first input's bytes, "
+                           f"an optional input's name or None)", expected=f"multiples >= 0, names in {params}",
+                           got=repr(self.keeps_inside))
         if self.view is not None and self.saves != "nothing":
             raise TDLError(f"op {self.name!r} is a view, so its backward keeps nothing",
                            expected='saves="nothing"', got=repr(self.saves))
@@ -258,7 +276,9 @@ def op(fn: Callable | None = None, *, name: str | None = None, weights: Sequence
        shape: Callable[..., Any] | None = None, flops: Callable[..., float] | None = None,
        example: tuple[Sequence[Any], Mapping[str, Any]] | Sequence[Any] | None = None,
        view: str | None = None, saves: str | None = None, follows: bool = False,
-       float32_math: str = "float32", matrix_engine: bool = False) -> Any:
+       float32_math: str = "float32", matrix_engine: bool = False,
+       keeps_inside: Sequence[tuple[float, str | None]] = (), fused_saves: bool = False,
+       output_like_input: bool = False) -> Any:
     """Declare an operator by what it computes. See the module docstring.
 
     `weights`: the tensor parameters that are weights. `shape(*inputs, **attrs)`: the output shape,
@@ -271,14 +291,22 @@ def op(fn: Callable | None = None, *, name: str | None = None, weights: Sequence
     (`torch.backends.cudnn.allow_tf32` is True; matmuls stay IEEE float32), which the cost model
     prices on a device's TF32 peak where it has one. `matrix_engine`: PyTorch's kernels for it run
     on the matrix engine (tensor cores), though its description is not a single contraction that
-    the cost model would recognise (attention, a fused LSTM cell).
+    the cost model would recognise (attention, a fused LSTM cell). `keeps_inside`: what its kernel
+    keeps for backward that is neither an input nor the output, as terms (multiple of its first
+    input's bytes, the optional input that must be given for it or None): cross-entropy's
+    log-probabilities ((1.0, None),). `fused_saves`: the runtime runs one fused kernel
+    keeping what `saves` says, where capture traced a decomposed reference that keeps other tensors
+    (attention: q, k, v and the output, not the math path's weights). `output_like_input`: its
+    kernel lays the output out in memory as its first input lies, not row-major.
     """
 
     def wrap(f: Callable) -> OpDef:
         doc = inspect.getdoc(f) or ""
         kept = saves or ("nothing" if view is not None else "inputs")
         return OpDef(name or f.__name__, f, frozenset(weights), shape, flops, doc.split("\n")[0],
-                     _normalize_example(example), view, kept, follows, float32_math, matrix_engine)
+                     _normalize_example(example), view, kept, follows, float32_math, matrix_engine,
+                     tuple((float(m), w) for m, w in keeps_inside),
+                     output_like_input, fused_saves)
 
     return wrap(fn) if fn is not None else wrap
 

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from dataclasses import replace
+
+from stratagem import zoo
 from stratagem.cost import CostModel
-from stratagem.cost.memory import saved_tensors
-from stratagem.ir import Op
+from stratagem.cost import memory as memory_module
+from stratagem.cost.memory import is_contiguous, saved_tensors, viewed_input
+from stratagem.ir import Graph, Op, Role, TensorSpec
 from stratagem.sim.builder import simulate
 from stratagem.space import Configuration
+from stratagem.tdl.library import LIBRARY
 from tests.cost.graphs import mlp
 
 B, D, H, P = 64, 1024, 4096, 4
@@ -86,3 +91,55 @@ def test_unknown_optimizer_is_a_clear_error(checked):
     from stratagem.errors import ConfigError
     with pytest.raises(ConfigError, match="unknown optimizer"):
         CostModel(checked(mlp()), "v100-2x8", optimizer="lion")
+
+
+def _classifier(batch: int, width: int, classes: int, loss: str) -> Graph:
+    """x[b, d] -> fc (w[v, d]) -> logits[b, v] -> loss(logits, targets)."""
+    tensors = [TensorSpec("x", (batch, width), role=Role.INPUT, sample_dim=0),
+               TensorSpec("targets", (batch,), "int64", Role.INPUT, 0),
+               TensorSpec("w", (classes, width), role=Role.WEIGHT),
+               TensorSpec("logits", (batch, classes), sample_dim=0),
+               TensorSpec("loss", ())]
+    ops = [Op("fc", "linear", ("x", "w"), ("logits",)), Op("ce", loss, ("logits", "targets"), ("loss",))]
+    return Graph.build("classifier", tensors, ops, ["loss"])
+
+
+def test_what_a_kernel_keeps_inside_is_memory_until_its_backward(checked, monkeypatch):
+    """Cross-entropy keeps its log-probabilities (its record's keeps_inside: one copy of its
+    input, local shard): in its activation memory, and in the simulated peak, which is that much
+    above the same model's with the record saying it keeps nothing inside."""
+    b, d, v = 64, 256, 4096
+    dp, loss_dp = Configuration.of(b=P), Configuration.of(n=P)
+    graph = checked(_classifier(b, d, v, "cross_entropy"))
+    model = CostModel(graph, "v100-2x8", num_devices=P)
+    memory = model.op_cost("ce", loss_dp).memory
+    assert memory.kept_inside_bytes == memory.activation_bytes == (b // P) * v * 4
+    peak = simulate(model, {"fc": dp, "ce": loss_dp}).peak_memory_bytes
+    monkeypatch.setattr(memory_module, "LIBRARY",
+                        {**LIBRARY, "cross_entropy": replace(LIBRARY["cross_entropy"], keeps_inside=())})
+    without = CostModel(graph, "v100-2x8", num_devices=P)
+    assert without.op_cost("ce", loss_dp).memory.activation_bytes == 0
+    assert peak - simulate(without, {"fc": dp, "ce": loss_dp}).peak_memory_bytes == (b // P) * v * 4
+
+
+def test_attention_keeps_what_its_fused_kernel_keeps_not_what_capture_traced():
+    """Capture traces attention's decomposed reference; the runtime runs the fused kernel, which
+    keeps q, k, v and the output (tdl fused_saves): no recorded `saved`, the record's rule."""
+    graph = zoo.build("gpt-tiny")
+    attention = [op for op in graph.ops if op.kind == "scaled_dot_product_attention"]
+    assert attention and all(op.saved is None for op in attention)
+    for op in attention:
+        assert set(saved_tensors(graph, op)) == {*op.inputs[:3], *op.outputs}
+
+
+def test_the_reshape_after_a_decoders_attention_is_a_view():
+    """The query is a transposed [B, L, H, E] (rotary embedding keeps its layout), the fused
+    kernel lays its output out as the query lies, so transposing it back is contiguous and the
+    reshape to [B, L, D] is a view, as measured on the runtime (no copy to count)."""
+    graph = zoo.build("gpt-tiny")
+    after = [graph.consumers[op.outputs[0]][0] for op in graph.ops if op.kind == "scaled_dot_product_attention"]
+    assert after and all(op.kind == "transpose" for op in after)
+    for transpose in after:
+        assert is_contiguous(graph, transpose.outputs[0])
+        reshape = graph.consumers[transpose.outputs[0]][0]
+        assert reshape.kind == "reshape" and viewed_input(graph, reshape) == transpose.outputs[0]

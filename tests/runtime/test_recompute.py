@@ -63,12 +63,12 @@ def test_recomputation_trades_time_for_memory_in_the_cost_model(runs):
 
 
 def test_recomputation_holds_less_memory_on_the_ranks(runs):
-    """gpt-tiny on 2 ranks: the measured activations at the peak (MemTracker) fall by at least the
-    predicted fall of the kept activations."""
+    """gpt-tiny on 2 ranks: the measured peak (MemTracker, a steady step) falls by at least the
+    simulated peak's fall. (The additive activations by kind count a saved view of a tensor its
+    producer keeps twice, attention's output read back through a reshape: FT's overcharge.)"""
     plans, _, measured = runs
-    predicted = {label: plans[MEASURED, label].details["memory_by_kind"]["activations"]
-                 for label in ("plain", "recompute")}
-    held = {label: max(k["Activation"] for k in measured[label]["peak_memory_by_kind"])
+    predicted = {label: plans[MEASURED, label].peak_memory_bytes for label in ("plain", "recompute")}
+    held = {label: max(k["Total"] for k in measured[label]["peak_memory_by_kind"])
             for label in ("plain", "recompute")}
     assert held["plain"] - held["recompute"] >= predicted["plain"] - predicted["recompute"] > 0, (held, predicted)
 

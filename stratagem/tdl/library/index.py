@@ -216,7 +216,7 @@ def _gather_flops(dims, input_shapes, **_):
     return float(numel([n for name, n in dims.items() if name != "v"]))
 
 
-@op(flops=_gather_flops, shape=lambda x, index, *, dim: with_index(
+@op(saves="nothing", flops=_gather_flops, shape=lambda x, index, *, dim: with_index(
         x.shape, axis(dim, x.ndim, "index_select"), index.shape[0] if index.ndim else 1),
     example=(([6, 5], [4]), {"dim": 0}))
 def index_select(x, index, *, dim):

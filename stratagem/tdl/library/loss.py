@@ -78,7 +78,7 @@ def _reduce(positions, reduction, nll, weight, ignore_index, smooth=None, label_
     return Compute([], lambda: positions.over(lambda pos: loss(pos, keep / total, spread / total)))
 
 
-@op(weights=("weight",), example=(([4, 5], [4]), {"ignore_index": 1}))
+@op(weights=("weight",), saves="nothing", keeps_inside=((1.0, None),), example=(([4, 5], [4]), {"ignore_index": 1}))
 def cross_entropy(x, target, weight=None, *, reduction="mean", ignore_index=-100, label_smoothing=0.0):
     """log_softmax over classes, then nll_loss (class-index targets; see the module docstring)."""
     positions = Positions("cross_entropy", x, target, reduction)

@@ -52,7 +52,7 @@ def _embedding_flops(dims, input_shapes, **_):
     return float(numel([n for name, n in dims.items() if name != "v"]))
 
 
-@op(weights=("weight",), flops=_embedding_flops, example=([4, 5], [10, 6]))
+@op(weights=("weight",), saves="nothing", flops=_embedding_flops, example=([4, 5], [10, 6]))
 def embedding(indices, weight, *, padding_idx=None):
     """weight[indices[...], d] as Sum(v: where(indices == v, weight[v, d], 0)); padding_idx only
     affects the gradient."""
@@ -84,7 +84,8 @@ def _attention_shapes(q, k, v, enable_gqa):
     return heads // kv_heads
 
 
-@op(saves="inputs_and_output", flops=_attention_flops, matrix_engine=True,
+@op(saves="inputs_and_output", fused_saves=True, output_like_input=True, flops=_attention_flops,
+    matrix_engine=True,
     shape=lambda q, k, v, attn_mask=None, **_: (*q.shape[:3], v.shape[3]),
     example=(([2, 4, 5, 3], [2, 2, 6, 3], [2, 2, 6, 3]),
                                      {"is_causal": True, "enable_gqa": True}))

@@ -64,7 +64,8 @@ def layer_norm(x, weight=None, bias=None, *, normalized_shape, eps=1e-5):
     return Compute(names("d", range(x.ndim)), body)
 
 
-@op(weights=("weight",), example=(([4, 5, 6], [6]), {"normalized_shape": (6,), "eps": 1e-6}))
+@op(weights=("weight",), keeps_inside=((1.0, "weight"),),
+    example=(([4, 5, 6], [6]), {"normalized_shape": (6,), "eps": 1e-6}))
 def rms_norm(x, weight=None, *, normalized_shape, eps=None):
     """x / sqrt(mean(x^2) + eps) * weight (LLaMA, T5); eps=None is float32's machine epsilon."""
     lead = _normalized("rms_norm", x, normalized_shape)
@@ -147,7 +148,8 @@ def batch_norm_running(stats, running, *, which, momentum, count):
     return Compute(["c"], body)
 
 
-@op(weights=("weight", "bias"), example=(([4, 3, 5, 5], [2, 3], [3], [3]), {"count": 100}))
+@op(weights=("weight", "bias"), saves="nothing", keeps_inside=((1.0, None), (1.0, "weight")),
+    example=(([4, 3, 5, 5], [2, 3], [3], [3]), {"count": 100}))
 def batch_norm_apply(x, stats, weight=None, bias=None, *, eps=1e-5, count):
     """Normalize with batch statistics from batch_norm_stats (training batch norm, part 2)."""
     if tuple(stats.shape) != (2, x.shape[1]):

@@ -18,7 +18,7 @@ def _scatter_add_flops(dims, input_shapes, *, dim):
     return float(out_size + rows * dims.get("j", input_shapes[1][a]))   # j: index extent along `dim`
 
 
-@op(shape=lambda x, index, src, *, dim: x.shape, flops=_scatter_add_flops,
+@op(saves="nothing", shape=lambda x, index, src, *, dim: x.shape, flops=_scatter_add_flops,
     example=(([4, 6], [4, 3], [4, 3]), {"dim": 1}))
 def scatter_add(x, index, src, *, dim):
     """out = x; out[.., index[.., j, ..], ..] += src[.., j, ..], as
