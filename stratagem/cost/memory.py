@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from stratagem import values
 from stratagem.ir import Graph, Op, dtype_bytes
 from stratagem.ir.ownership import PARAMETER_ROLES
+from stratagem.tdl.graphops import analyze_op
 from stratagem.tdl.library import LIBRARY
 
 OPTIMIZER_STATES = {"sgd": 0, "momentum": 1, "adam": 2, "adamw": 2}
@@ -133,7 +134,6 @@ def memory_order(graph: Graph, tensor: str) -> tuple[int, ...] | None:
 
 
 def _elementwise(graph: Graph, op: Op) -> bool:
-    from stratagem.tdl.graphops import analyze_op
     return analyze_op(graph, op).is_elementwise
 
 
