@@ -5,6 +5,9 @@
     cluster.collective_time_s("all_reduce", num_bytes, group)
     cluster.concurrent_collective_time_s("all_reduce", num_bytes, groups)
 
+A cluster file may describe levels of switches between its nodes (leaves, spines with an
+oversubscription ratio, rails: `network.switches`, cluster.switches); routes and prices follow them.
+
 The planner core: this package does not import torch.
 """
 

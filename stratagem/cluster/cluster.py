@@ -3,19 +3,29 @@
 Holds the caches (routes, ring channels, collective plans) that make repeated pricing cheap; the
 spec and the optional profiled `CommTable` are its only inputs. Where the table has an entry for
 (collective, partitioning) it wins over the model (TensorOpt §3.2).
+
+Devices, nodes and links are sequences that make their objects when read, and routes are arithmetic
+on one node template and the switch tree (cluster.routes), so loading costs the same for 16 or
+100,000 devices. Every price of moving bytes goes through `link_usage` (cluster.usage): the loads
+that flows put on the links of their routes, the busiest link, the slowest route.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
+import numpy as np
+
+from stratagem.cluster.alltoall import all_to_all_usage
 from stratagem.cluster.collectives import (
-    CollectivePlan, Estimate, check_kind, estimate, plan_collective,
+    LOOP_DEVICES, CollectivePlan, Estimate, check_kind, estimate, plan_collective,
 )
 from stratagem.cluster.comm_table import CommTable, Groups, normalize_groups
 from stratagem.cluster.patterns import MAX_SEARCH_DEVICES, search_channels
+from stratagem.cluster.routes import LinkTable, RouteTable
 from stratagem.cluster.spec import ClusterSpec
-from stratagem.cluster.topology import NETWORK, REFERENCE_BYTES, Device, Link, Node, NodeTemplate
+from stratagem.cluster.topology import REFERENCE_BYTES, Device, Link, Node, NodeTemplate
+from stratagem.cluster.usage import LinkUsage, link_usage
 from stratagem import values
 from stratagem.errors import ConfigError
 
@@ -27,16 +37,12 @@ class Cluster:
         self.spec = spec
         self.comm_table = comm_table
         self._template = NodeTemplate(spec)
-        per, local_links = spec.devices_per_node, self._template.links
-        self.devices = tuple(Device(n * per + i, n, i, spec.device)
-                             for n in range(spec.num_nodes) for i in range(per))
-        self.nodes = tuple(Node(n, tuple(range(n * per, (n + 1) * per))) for n in range(spec.num_nodes))
-        self.links = tuple(Link(n * len(local_links) + i, _vertex(n, l.src), _vertex(n, l.dst), l.kind,
-                                l.link.bandwidth_bytes_per_s, l.link.latency_s, n)
-                           for n in range(spec.num_nodes) for i, l in enumerate(local_links))
-        self._bandwidth = [link.bandwidth_bytes_per_s for link in self.links]
-        self._routes: dict[tuple[int, int], tuple[int, ...]] = {}
-        self._latency: dict[tuple[int, int], float] = {}
+        self.routes = RouteTable(spec, self._template)
+        self._rails = self.routes.switches.rails
+        self.devices: Sequence[Device] = _Devices(spec)
+        self.nodes: Sequence[Node] = _Nodes(spec)
+        self.links: Sequence[Link] = LinkTable(self.routes)
+        self._route_cache: dict[tuple[int, int], tuple[int, ...]] = {}
         self._weights: dict[tuple[int, int], float] = {}
         self._channels: dict[tuple[int, ...], Channels] = {}
         self._plans: dict[tuple[str, Groups], CollectivePlan] = {}
@@ -47,8 +53,12 @@ class Cluster:
         return self.spec.name
 
     @property
+    def devices_per_node(self) -> int:
+        return self.spec.devices_per_node
+
+    @property
     def num_devices(self) -> int:
-        return len(self.devices)
+        return self.spec.num_devices
 
     def device_count(self, devices: int | None) -> int:
         """The devices a plan uses: all of them for None, else an integer in 1..num_devices."""
@@ -67,9 +77,9 @@ class Cluster:
         return Cluster(self.spec, table)
 
     def _check_device(self, d: int) -> None:
-        if not (isinstance(d, int) and 0 <= d < len(self.devices)):
+        if not (isinstance(d, int) and 0 <= d < self.num_devices):
             raise ConfigError(f"cluster {self.name!r} has no device {d!r}",
-                              expected=f"a device in 0..{len(self.devices) - 1}", got=repr(d))
+                              expected=f"a device in 0..{self.num_devices - 1}", got=repr(d))
 
     # ---- routes --------------------------------------------------------------------------------------
     def route(self, src: int, dst: int) -> tuple[Link, ...]:
@@ -77,36 +87,34 @@ class Cluster:
 
     def route_ids(self, src: int, dst: int) -> tuple[int, ...]:
         key = (src, dst)
-        found = self._routes.get(key)
+        found = self._route_cache.get(key)
         if found is None:
-            found = self._routes[key] = self._find_route(src, dst)
+            found = self._route_cache[key] = self._find_route(src, dst)
         return found
 
     def _find_route(self, src: int, dst: int) -> tuple[int, ...]:
         self._check_device(src)
         self._check_device(dst)
-        if src == dst:
-            return ()
-        per, count = self.spec.devices_per_node, len(self._template.links)
-        (ns, ls), (nd, ld) = divmod(src, per), divmod(dst, per)
-        if ns == nd:
-            halves = [(ns, self._template.local_path(ls, ld))]
-        else:
-            halves = [(ns, self._template.path_to_network(ls)), (nd, self._template.path_from_network(ld))]
-        if any(path is None for _, path in halves):
-            raise ConfigError(f"cluster {self.name!r}: no route from device {src} to device {dst}",
-                              hint="The cluster file's fabrics leave them unconnected; add a link")
-        return tuple(node * count + i for node, path in halves for i in path)
+        try:
+            return self.routes.cached(src, dst)[0]
+        except ConfigError as error:
+            raise ConfigError(f"cluster {self.name!r}: {error.what}", hint=error.hint) from None
 
     def route_latency_s(self, src: int, dst: int) -> float:
-        key = (src, dst)
-        found = self._latency.get(key)
-        if found is None:
-            found = self._latency[key] = sum(self.links[i].latency_s for i in self.route_ids(src, dst))
-        return found
+        self.route_ids(src, dst)
+        return self.routes.cached(src, dst)[1]
 
     def link_bandwidth(self, link: int) -> float:
-        return self._bandwidth[link]
+        return self.routes.bandwidth_of(link)
+
+    def link_usage(self, src: np.ndarray, dst: np.ndarray, weights: np.ndarray) -> LinkUsage:
+        """Flows src[i] -> dst[i] of weights[i] all at once: the loads on the links they cross and
+        the slowest route (cluster.usage; every price of moving bytes comes through here)."""
+        return link_usage(self.routes, src, dst, weights)
+
+    def all_to_all_usage(self, groups: Groups) -> LinkUsage:
+        """Pairwise all-to-all of every group at once, its loads counted by class (cluster.alltoall)."""
+        return all_to_all_usage(self.routes, groups)
 
     def route_weight_s(self, src: int, dst: int) -> float:
         """Time of a REFERENCE_BYTES message over the route, alone: how 'near' dst is to src."""
@@ -114,29 +122,50 @@ class Cluster:
         found = self._weights.get(key)
         if found is None:
             links = self.route_ids(src, dst)
-            slowest = min((self._bandwidth[i] for i in links), default=float("inf"))
+            slowest = min((self.link_bandwidth(i) for i in links), default=float("inf"))
             found = self._weights[key] = self.route_latency_s(src, dst) + REFERENCE_BYTES / slowest
         return found
 
     # ---- collectives ---------------------------------------------------------------------------------
     def ring_channels(self, group: tuple[int, ...]) -> Channels:
-        """Rings over `group` with their data shares (see cluster.patterns)."""
+        """Rings over `group` with their data shares (see cluster.patterns). With rails, a ring
+        across nodes enters each node on the rail the previous one left by (`_node_ring`)."""
         if len(group) < 2:
             return ((tuple(group), 1.0),)
         per = self.spec.devices_per_node
-        parts: dict[int, list[int]] = {}
-        for d in sorted(group):
-            parts.setdefault(self.node_of(d), []).append(d)
-        if len(parts) == 1:
-            (node, members), = parts.items()
-            local = self._local_channels(tuple(d - node * per for d in members))
-            return tuple((tuple(d + node * per for d in order), share) for order, share in local)
+        nodes, parts = _node_parts(group, per)
+        if len(nodes) == 1:
+            local = self._local_channels(parts[0])
+            return tuple((tuple(d + nodes[0] * per for d in order), share) for order, share in local)
+        uniform = self._uniform_ring(nodes, parts[0]) if len(set(parts)) == 1 else None
+        if uniform is not None:
+            return ((uniform, 1.0),)
         order: list[int] = []
-        for node in sorted(parts):
-            local = self._local_channels(tuple(d - node * per for d in parts[node]))[0][0]
-            start = local.index(min(local))
-            order.extend(d + node * per for d in (*local[start:], *local[:start]))
+        exit_local = None
+        for i, (node, part) in enumerate(zip(nodes, parts)):
+            ring = self._node_ring(part, i, exit_local)
+            exit_local = ring[-1]
+            order.extend(d + node * per for d in ring)
         return ((tuple(order), 1.0),)
+
+    def _node_ring(self, part: tuple[int, ...], i: int, exit_local: int | None) -> tuple[int, ...]:
+        """The i-th node's stretch of a ring across nodes: its best ring from its lowest member, or,
+        with rails, from the member the previous node left by, every other node backwards."""
+        local = self._local_channels(part)[0][0]
+        start = local.index(exit_local if self._rails and exit_local in local else min(local))
+        ring = (*local[start:], *local[:start])
+        return (ring[0], *ring[:0:-1]) if self._rails and i % 2 else ring
+
+    def _uniform_ring(self, nodes: tuple[int, ...], part: tuple[int, ...]) -> tuple[int, ...] | None:
+        """`ring_channels` across nodes that all hold the same local members, with arrays: node
+        stretches then repeat every two nodes (None if they do not)."""
+        first = self._node_ring(part, 0, None)
+        second = self._node_ring(part, 1, first[-1])
+        if self._node_ring(part, 2, second[-1]) != first:
+            return None
+        rings = np.array([first, second], dtype=np.int64)[np.arange(len(nodes)) % 2]
+        base = np.array(nodes, dtype=np.int64)[:, None] * self.spec.devices_per_node
+        return tuple((rings + base).ravel().tolist())
 
     def _local_channels(self, local: tuple[int, ...]) -> Channels:
         found = self._channels.get(local)
@@ -172,6 +201,8 @@ class Cluster:
     def _check_groups(self, kind: str, groups: Groups) -> None:
         if not groups or not groups[0]:
             raise ConfigError(f"{kind}: no devices", expected="at least one non-empty group", got=str(groups))
+        if _valid_groups(groups, self.num_devices) and (kind != "send_recv" or len(groups[0]) in (1, 2)):
+            return
         seen: set[int] = set()
         for g in groups:
             for d in g:
@@ -184,19 +215,18 @@ class Cluster:
             raise ConfigError("send_recv groups are pairs", expected="groups of 2", got=str(groups))
 
     def transfers_time_s(self, transfers: Iterable[tuple[int, int, float]]) -> float:
-        """Point-to-point transfers (src, dst, num_bytes) all at once, sharing the links they cross."""
-        load: dict[int, float] = {}
-        latency = 0.0
-        for src, dst, num_bytes in transfers:
-            if src == dst or num_bytes <= 0:
-                continue
-            latency = max(latency, self.route_latency_s(src, dst))
-            for link in self.route_ids(src, dst):
-                load[link] = load.get(link, 0.0) + num_bytes
-        if not load:
+        """Point-to-point transfers (src, dst, num_bytes) all at once, sharing the links they cross:
+        the busiest link's bytes over its bandwidth, after the slowest route's latency."""
+        moves = [(src, dst, num_bytes) for src, dst, num_bytes in transfers if src != dst and num_bytes > 0]
+        if not moves:
             return 0.0
-        serial = max(b / self._bandwidth[link] for link, b in load.items())
-        return min(p.base_latency_s + p.latency_scale * latency + serial / p.bandwidth_factor
+        for src, dst, _ in moves:
+            self._check_device(src)
+            self._check_device(dst)
+        src, dst, num_bytes = (np.array(column) for column in zip(*moves))
+        usage = self.link_usage(src, dst, num_bytes.astype(float))
+        serial = usage.busiest_time_s()
+        return min(p.base_latency_s + p.latency_scale * usage.latency_s + serial / p.bandwidth_factor
                    for p in self.spec.protocols)
 
     def __repr__(self) -> str:
@@ -204,5 +234,68 @@ class Cluster:
                 f"{self.spec.device.kind})")
 
 
-def _vertex(node: int, local: str) -> str:
-    return local if local == NETWORK else f"n{node}.{local}"
+def _node_parts(group: Sequence[int], per: int) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+    """(the group's nodes ascending, its members' local ranks on each, ascending)."""
+    if len(group) <= LOOP_DEVICES:
+        parts: dict[int, list[int]] = {}
+        for d in sorted(group):
+            parts.setdefault(d // per, []).append(d % per)
+        return tuple(sorted(parts)), [tuple(parts[n]) for n in sorted(parts)]
+    node, local = np.divmod(np.sort(np.asarray(group, dtype=np.int64)), per)
+    bounds = [0, *(np.flatnonzero(np.diff(node)) + 1).tolist(), len(node)]
+    nodes, locals_ = node.tolist(), local.tolist()
+    return tuple(nodes[a] for a in bounds[:-1]), [tuple(locals_[a:b]) for a, b in zip(bounds, bounds[1:])]
+
+
+def _valid_groups(groups: Groups, num_devices: int) -> bool:
+    """Whether sorted int groups are of one size, disjoint, without repeats, on devices that exist
+    (the common case, checked with arrays; `_check_groups` names what is wrong otherwise)."""
+    size = len(groups[0])
+    if any(len(g) != size for g in groups):
+        return False
+    devices = np.fromiter((d for g in groups for d in g), dtype=np.int64, count=size * len(groups))
+    return bool(devices.min() >= 0 and devices.max() < num_devices and len(np.unique(devices)) == len(devices))
+
+
+class _Devices(Sequence):
+    """`cluster.devices`: device d is node d // per, local rank d % per, made when read."""
+
+    def __init__(self, spec: ClusterSpec):
+        self._spec = spec
+
+    def __len__(self) -> int:
+        return self._spec.num_devices
+
+    def __getitem__(self, d):
+        if isinstance(d, slice):
+            return tuple(self[i] for i in range(*d.indices(len(self))))
+        d = d + len(self) if d < 0 else d
+        if not 0 <= d < len(self):
+            raise IndexError(f"device {d} of {len(self)}")
+        node, local = divmod(d, self._spec.devices_per_node)
+        return Device(d, node, local, self._spec.device)
+
+    def __iter__(self) -> Iterator[Device]:
+        return (self[d] for d in range(len(self)))
+
+
+class _Nodes(Sequence):
+    """`cluster.nodes`: node n holds devices n * per .. (n + 1) * per - 1, made when read."""
+
+    def __init__(self, spec: ClusterSpec):
+        self._spec = spec
+
+    def __len__(self) -> int:
+        return self._spec.num_nodes
+
+    def __getitem__(self, n):
+        if isinstance(n, slice):
+            return tuple(self[i] for i in range(*n.indices(len(self))))
+        n = n + len(self) if n < 0 else n
+        if not 0 <= n < len(self):
+            raise IndexError(f"node {n} of {len(self)}")
+        per = self._spec.devices_per_node
+        return Node(n, tuple(range(n * per, (n + 1) * per)))
+
+    def __iter__(self) -> Iterator[Node]:
+        return (self[n] for n in range(len(self)))

@@ -18,9 +18,13 @@ protocol (base latency b, latency scale s, bandwidth factor f):
 
 alpha is the largest route latency among the flows; B = min over links l of bandwidth_l / load_l,
 where load_l sums the weights of every flow routed over l, over *all* groups running at once
-(`bottleneck`): concurrent groups that share a NIC or a PCIe switch divide it (TensorOpt §3.2);
-groups on separate links do not slow each other. With several groups the worst alpha and the
-worst B are combined.
+(`bottleneck`, which applies cluster.usage's rule): concurrent groups that share a NIC, a PCIe
+switch or a leaf's oversubscribed uplinks divide it (TensorOpt §3.2); groups on separate links do
+not slow each other. With several groups the worst alpha and the worst B are combined. A route
+crosses the switch levels between nodes that its two ends need (cluster.switches), one hop per
+level each way, so alpha and B see the spine only for groups that span leaves. Flows are built
+once per shape of group and shifted to the others (cluster.flowsets); beyond PAIRWISE_FLOWS,
+pairwise all-to-all's loads are counted by class rather than flow by flow (cluster.alltoall).
 
 Hierarchical (`hierarchical_phases`), for groups spread evenly over N >= 2 nodes with m >= 2
 members each (NCCL's and Megatron's two-level pattern; the reference sheet's formula):
@@ -36,21 +40,27 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol as TypingProtocol
 
+import numpy as np
+
+from stratagem.cluster.flowsets import FlowArrays, Shapes
 from stratagem.cluster.patterns import (
-    Flow, chain_flows, pairwise_flows, reverse, ring_flows, tree_edges,
+    chain_flows, pairwise_flows, reverse, ring_flows, tree_edges,
 )
 from stratagem.cluster.spec import Protocol
+from stratagem.cluster.usage import LinkUsage
 from stratagem.errors import ConfigError
 
+PAIRWISE_FLOWS = 1 << 18     # beyond this many all-to-all flows, their loads are counted by class
+LOOP_DEVICES = 512           # groups up to this size are split by node in a loop, larger ones with arrays
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
 Groups = tuple[tuple[int, ...], ...]
 
 
 class TopologyView(TypingProtocol):
-    def route_ids(self, src: int, dst: int) -> tuple[int, ...]: ...
-    def route_latency_s(self, src: int, dst: int) -> float: ...
-    def link_bandwidth(self, link: int) -> float: ...
-    def node_of(self, device: int) -> int: ...
+    devices_per_node: int
+
+    def link_usage(self, src: np.ndarray, dst: np.ndarray, weights: np.ndarray) -> LinkUsage: ...
+    def all_to_all_usage(self, groups: Groups) -> LinkUsage: ...
     def ring_channels(self, group: tuple[int, ...]) -> tuple[tuple[tuple[int, ...], float], ...]: ...
 
 
@@ -95,54 +105,65 @@ def check_kind(kind: str) -> None:
         raise ConfigError("unknown collective", expected=f"one of {KINDS}", got=repr(kind))
 
 
-def bottleneck(view: TopologyView, flows_per_group: Sequence[Sequence[Flow]]) -> tuple[float, float]:
-    """(worst hop latency, worst bottleneck bandwidth) of groups whose flows run at the same time."""
-    load: dict[int, float] = {}
-    for flows in flows_per_group:
-        for a, b, w in flows:
-            for link in view.route_ids(a, b):
-                load[link] = load.get(link, 0.0) + w
-    bandwidth, latency = float("inf"), 0.0
-    for flows in flows_per_group:
-        for a, b, _ in flows:
-            latency = max(latency, view.route_latency_s(a, b))
-            for link in view.route_ids(a, b):
-                bandwidth = min(bandwidth, view.link_bandwidth(link) / load[link])
-    return latency, bandwidth
+def bottleneck(view: TopologyView, flows: FlowArrays) -> tuple[float, float]:
+    """(worst hop latency, worst bottleneck bandwidth) of groups whose flows run at the same time:
+    cluster.usage's rule on the flows of every group together."""
+    if not len(flows):
+        return 0.0, float("inf")
+    usage = view.link_usage(flows.src, flows.dst, flows.weights)
+    return usage.latency_s, usage.bottleneck_bandwidth()
 
 
-def _params(view: TopologyView, name: str, flows: Sequence[Sequence[Flow]], steps: int,
+def _params(view: TopologyView, name: str, flows: FlowArrays, steps: int,
             volume: float, reduction: float) -> AlgorithmParams:
     latency, bandwidth = bottleneck(view, flows)
     return AlgorithmParams(name, steps, latency, bandwidth, volume, reduction)
 
 
 def _parts(view: TopologyView, group: Sequence[int]) -> list[list[int]]:
-    by_node: dict[int, list[int]] = {}
-    for d in sorted(group):
-        by_node.setdefault(view.node_of(d), []).append(d)
-    return [by_node[n] for n in sorted(by_node)]
+    """The group's members on each of its nodes, nodes ascending, members sorted."""
+    per = view.devices_per_node
+    if len(group) <= LOOP_DEVICES:
+        by_node: dict[int, list[int]] = {}
+        for d in sorted(group):
+            by_node.setdefault(d // per, []).append(d)
+        return [by_node[n] for n in sorted(by_node)]
+    devices = np.sort(np.asarray(group, dtype=np.int64))
+    bounds = [0, *(np.flatnonzero(np.diff(devices // per)) + 1).tolist(), len(devices)]
+    items = devices.tolist()
+    return [items[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
 def flat_algorithms(view: TopologyView, kind: str, groups: Groups) -> tuple[AlgorithmParams, ...]:
+    """Each flat algorithm's parameters; flows worked out once per shape of group (cluster.flowsets)."""
     p = len(groups[0])
+    shapes = Shapes(groups, view.devices_per_node)
     if kind == "send_recv":
-        return (_params(view, "direct", [((g[0], g[1], 1.0),) for g in groups], 1, 1.0, 0.0),)
+        return (_params(view, "direct", shapes.flows(shapes.each(lambda g: ((g[0], g[1], 1.0),))), 1, 1.0, 0.0),)
     if kind == "all_to_all":
-        return (_params(view, "pairwise", [pairwise_flows(g) for g in groups], p - 1, (p - 1) / p, 0.0),)
-    channels = [view.ring_channels(g) for g in groups]
-    trees = [tree_edges(_parts(view, g)) for g in groups]
+        return (_pairwise(view, groups, shapes, p),)
+    channels = shapes.each(view.ring_channels)
+    trees = shapes.each(lambda g: tree_edges(_parts(view, g)))
     depth = max(d for _, d in trees)
     if kind == "broadcast":
-        chains = [chain_flows(_rotate(c[0][0], min(g))) for c, g in zip(channels, groups)]
-        return (_params(view, "chain", chains, p - 1, 1.0, 0.0),
-                _params(view, "tree", [reverse(f) for f, _ in trees], depth, 1.0, 0.0))
-    rings = [ring_flows(c) for c in channels]
+        chains = [chain_flows(_rotate(c[0][0], min(g))) for c, g in zip(channels, shapes.shapes)]
+        return (_params(view, "chain", shapes.flows(chains), p - 1, 1.0, 0.0),
+                _params(view, "tree", shapes.flows([reverse(f) for f, _ in trees]), depth, 1.0, 0.0))
+    rings = shapes.flows([ring_flows(c) for c in channels])
     if kind == "all_reduce":
         return (_params(view, "ring", rings, 2 * (p - 1), 2 * (p - 1) / p, (p - 1) / p),
-                _params(view, "tree", [f for f, _ in trees], 2 * depth, 2.0, 1.0))
+                _params(view, "tree", shapes.flows([f for f, _ in trees]), 2 * depth, 2.0, 1.0))
     reduction = (p - 1) / p if kind == "reduce_scatter" else 0.0
     return (_params(view, "ring", rings, p - 1, (p - 1) / p, reduction),)
+
+
+def _pairwise(view: TopologyView, groups: Groups, shapes: Shapes, p: int) -> AlgorithmParams:
+    """Pairwise all-to-all: its p (p - 1) flows per group, or, beyond PAIRWISE_FLOWS, their link
+    loads counted by class (cluster.alltoall; the same loads)."""
+    if len(groups) * p * (p - 1) <= PAIRWISE_FLOWS:
+        return _params(view, "pairwise", shapes.flows(shapes.each(pairwise_flows)), p - 1, (p - 1) / p, 0.0)
+    usage = view.all_to_all_usage(groups)
+    return AlgorithmParams("pairwise", p - 1, usage.latency_s, usage.bottleneck_bandwidth(), (p - 1) / p, 0.0)
 
 
 def _rotate(order: Sequence[int], root: int) -> tuple[int, ...]:

@@ -19,7 +19,11 @@ File format (every bandwidth per direction in bytes/s, every latency in s, per h
                           sockets: [[switch indices], ...], socket_link}
     network:     nics_per_node, link (NIC <-> network), attach: devices | [vertex per NIC]
                  (vertices: device:<i>, <switch name>, <tree name>.sw<k>, <tree name>.cpu<s>),
-                 attach_link (device <-> NIC, when NICs attach to devices)
+                 attach_link (device <-> NIC, when NICs attach to devices),
+                 optional switches: {rails: true|false (default false), levels: [leaf first:
+                   {name, nodes: nodes one switch reaches}, ..., {name, oversubscription: 4 or
+                   "4:1" (default 1), latency_s (default link's)}; the last joins every node]}
+                 (without it the network is one non-blocking switch, `net`; cluster.switches)
     collectives: optional protocols [{name, base_latency_s, latency_scale, bandwidth_factor}],
                  reduction_s_per_byte, overlap_compute (default false: a rank waits for its
                  collectives, as stratagem.runtime does; true: a dataflow runtime overlaps them),
@@ -36,6 +40,7 @@ measured tables (what `stratagem profile --cluster-out` writes).
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -46,7 +51,7 @@ import yaml
 
 from stratagem.cluster.spec import (
     CALCULON_MATRIX, NCCL_PROTOCOLS, ClusterSpec, DeviceSpec, EfficiencyCurve, Fabric, LinkSpec, MeshFabric,
-    NetworkSpec, PCIeTreeFabric, Protocol, SwitchFabric,
+    NetworkSpec, PCIeTreeFabric, Protocol, SwitchFabric, SwitchLevel, SwitchLevels,
 )
 from stratagem.errors import ConfigError
 from stratagem.fields import Fields
@@ -142,7 +147,7 @@ def parse_spec(data: Any, source: str, directory: Path | None = None) -> Cluster
     fabrics = tuple(_fabric(Fields.of(f, source, f"fabrics[{i}]"), per)
                     for i, f in enumerate(top.sequence("fabrics", [])))
     _check_unique_names(top, fabrics)
-    network = _network(top.sub("network"), per, fabrics) if top.has("network") else None
+    network = _network(top.sub("network"), per, fabrics, nodes) if top.has("network") else None
     if nodes > 1 and network is None:
         raise top.error("network", "a network section when nodes > 1", None)
     collectives = top.sub("collectives") if top.has("collectives") else Fields({}, source, "collectives")
@@ -296,8 +301,8 @@ def _groups(f: Fields, key: str, count: int, what: str) -> tuple[tuple[int, ...]
     return tuple(groups)
 
 
-def _network(f: Fields, per: int, fabrics: tuple[Fabric, ...]) -> NetworkSpec:
-    f.check_known({"nics_per_node", "link", "attach", "attach_link"})
+def _network(f: Fields, per: int, fabrics: tuple[Fabric, ...], nodes: int) -> NetworkSpec:
+    f.check_known({"nics_per_node", "link", "attach", "attach_link", "switches"})
     nics = f.integer("nics_per_node")
     attach_raw = f.raw("attach")
     if attach_raw == "devices":
@@ -316,7 +321,93 @@ def _network(f: Fields, per: int, fabrics: tuple[Fabric, ...]) -> NetworkSpec:
     attach_link = _link(f.sub("attach_link")) if f.has("attach_link") else None
     if needs_attach_link and attach_link is None:
         raise f.error("attach_link", "the device-to-NIC link when NICs attach to devices", None)
-    return NetworkSpec(nics, _link(f.sub("link")), attach, attach_link)
+    link = _link(f.sub("link"))
+    switches = _switches(f.sub("switches"), nodes, link) if f.has("switches") else None
+    return NetworkSpec(nics, link, attach, attach_link, switches)
+
+
+_LEVEL_NAME = re.compile(r"^[A-Za-z][A-Za-z_-]*$")
+_RATIO = re.compile(r"^\s*(?P<up>[0-9.eE+]+)\s*:\s*(?P<down>[0-9.eE+]+)\s*$")
+SWITCHES_EXAMPLE = "levels: [{name: leaf, nodes: 32}, {name: spine, oversubscription: 4}]"
+
+
+def _switches(f: Fields, nodes: int, link: LinkSpec) -> SwitchLevels:
+    """`network.switches`: levels of switches between nodes, leaf first (cluster.switches)."""
+    f.check_known({"levels", "rails"})
+    raw = f.sequence("levels")
+    if not raw:
+        raise f.error("levels", f"at least one level, e.g. {SWITCHES_EXAMPLE}", raw,
+                      hint="Leave 'switches' out for one non-blocking switch")
+    levels: list[SwitchLevel] = []
+    for i, item in enumerate(raw):
+        levels.append(_level(Fields.of(item, f.source, f.where(f"levels[{i}]")), i, len(raw), levels, nodes, link))
+    rails = f.boolean("rails", False)
+    if rails and len(levels) < 2:
+        raise f.error("levels", "a level above the rail switches (rails: true puts NIC k of each leaf block "
+                      "on its own switch k; something must join the rails)", raw,
+                      hint=f"Add a spine level, e.g. {SWITCHES_EXAMPLE}, or set rails: false")
+    return SwitchLevels(tuple(levels), rails)
+
+
+def _level(f: Fields, i: int, count: int, below: list[SwitchLevel], nodes: int, link: LinkSpec) -> SwitchLevel:
+    f.check_known({"name", "nodes", "oversubscription", "latency_s"})
+    name = f.text("name")
+    if not _LEVEL_NAME.match(name) or name == "net":
+        raise f.error("name", "letters, '_' or '-' only, starting with a letter, not 'net' (switches are named "
+                      "<name><index>)", name)
+    if any(level.name == name for level in below):
+        raise f.error("name", "a name no other level has", name)
+    top = i == count - 1
+    size = _level_nodes(f, top, below, nodes)
+    if i == 0:
+        for key in ("oversubscription", "latency_s"):
+            if f.has(key):
+                raise f.error(key, f"no {key} on the first (leaf) level, which has no level below it", f.raw(key),
+                              hint=f"A NIC's hop to its leaf is network.link; put {key} on the level above "
+                                   "(it describes the leaf's uplinks to that level)")
+        return SwitchLevel(name, size)
+    return SwitchLevel(name, size, _ratio(f), f.number("latency_s", link.latency_s, positive=False))
+
+
+def _level_nodes(f: Fields, top: bool, below: list[SwitchLevel], nodes: int) -> int | None:
+    if top and not f.has("nodes"):
+        return None
+    if not f.has("nodes"):
+        raise ConfigError(f"{f.named('nodes')} is missing", expected="how many nodes one switch of this level "
+                          "reaches (only the top level may leave it out: it joins every node)",
+                          got=f"keys {sorted(f.data)}", hint="Add nodes: N, e.g. nodes: 32 for leaves of 32 nodes")
+    size = f.integer("nodes")
+    under = below[-1].nodes if below else None
+    if under is not None and (size <= under or size % under):
+        raise f.error("nodes", f"a multiple of the level below's {under} nodes, larger than it", size,
+                      hint="Each switch joins whole switches of the level below")
+    if top and size < nodes:
+        raise f.error("nodes", f"at least the cluster's {nodes} nodes (the top level joins every node)", size,
+                      hint="Leave 'nodes' out at the top level, or add a level above this one")
+    return size
+
+
+def _ratio(f: Fields) -> float:
+    """An oversubscription ratio >= 1: a number (4) or text "4:1"."""
+    raw = f.raw("oversubscription", 1.0)
+    ratio = _ratio_value(raw)
+    if ratio is None or ratio < 1:
+        raise f.error("oversubscription", "a ratio >= 1, such as 2, 4 or '4:1' (what the switches below have "
+                      "towards the nodes over what their uplinks to this level carry)", raw,
+                      hint="1 (the default) is a non-blocking level")
+    return ratio
+
+
+def _ratio_value(raw: Any) -> float | None:
+    if isinstance(raw, str):
+        match = _RATIO.match(raw)
+        try:
+            raw = float(match["up"]) / float(match["down"]) if match else float(raw)
+        except (ValueError, ZeroDivisionError):
+            return None
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw):
+        return None
+    return float(raw)
 
 
 def host_vertices(fabrics: tuple[Fabric, ...]) -> set[str]:

@@ -131,13 +131,9 @@ def inorder_parents(count: int) -> list[int | None]:
     return parents
 
 
-def _depth(parents: Sequence[int | None]) -> int:
-    def up(i: int) -> int:
-        steps = 0
-        while parents[i] is not None:
-            i, steps = parents[i], steps + 1
-        return steps
-    return max((up(i) for i in range(len(parents))), default=0)
+def inorder_depth(count: int) -> int:
+    """Depth of `inorder_parents(count)`'s tree: halving at the middle, floor(log2(count))."""
+    return max(count, 1).bit_length() - 1
 
 
 def tree_edges(parts: Sequence[Sequence[int]]) -> tuple[tuple[Flow, ...], int]:
@@ -156,7 +152,7 @@ def tree_edges(parts: Sequence[Sequence[int]]) -> tuple[tuple[Flow, ...], int]:
     for parents in (first, shifted):
         flows.extend((parts[i][0], parts[p][0], 0.5) for i, p in enumerate(parents) if p is not None)
     chain = max(len(part) for part in parts) - 1
-    return tuple(flows), chain + _depth(first)
+    return tuple(flows), chain + inorder_depth(count)
 
 
 def reverse(flows: Sequence[Flow]) -> tuple[Flow, ...]:

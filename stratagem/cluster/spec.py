@@ -1,8 +1,11 @@
 """What a cluster file says, as frozen values: devices, intra-node fabrics, the network, protocols.
 
-A cluster is `num_nodes` identical nodes on one non-blocking network (a full-bisection fat tree
-seen as a single switch). A node holds `devices_per_node` identical devices joined by fabrics:
-an NVLink point-to-point mesh (`MeshFabric`: DGX-1's hybrid cube-mesh), a crossbar switch
+A cluster is `num_nodes` identical nodes on a network: one non-blocking switch (a full-bisection
+fat tree seen as a single switch), or levels of switches (`SwitchLevels`: leaf switches over blocks
+of nodes, spine levels above them with an oversubscription ratio, optionally rail-optimized; see
+cluster.switches for how routes climb them and what their links carry). A node holds
+`devices_per_node` identical devices joined by fabrics: an NVLink point-to-point mesh
+(`MeshFabric`: DGX-1's hybrid cube-mesh), a crossbar switch
 (`SwitchFabric`: NVSwitch, or the loopback of processes on one CPU), or a PCIe switch tree
 (`PCIeTreeFabric`: switches under CPU sockets joined by QPI/UPI). Each node has NICs attached to
 devices (rail-aligned, one per GPU) or to host vertices (a PCIe switch or socket).
@@ -120,13 +123,42 @@ Fabric = MeshFabric | SwitchFabric | PCIeTreeFabric
 
 
 @dataclass(frozen=True)
+class SwitchLevel:
+    """One level of switches between nodes, counted in nodes, not in devices or links.
+
+    `nodes`: how many consecutive nodes one switch of this level reaches (its block), None at the
+    top level (it joins them all). `oversubscription`: the links from each switch of the level
+    below up to this level carry 1/ratio of what that switch has towards the nodes (1: non-blocking;
+    4: a 4:1 leaf). `latency_s`: one hop on those links. The first (leaf) level has no level below:
+    its hop is the NIC's link, and its ratio and latency are unused.
+    """
+
+    name: str
+    nodes: int | None
+    oversubscription: float = 1.0
+    latency_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class SwitchLevels:
+    """Switch levels between nodes, leaf first; the last joins every node. `rails`: NIC k of every
+    node of a leaf block is on that block's leaf switch k (rail-optimized), else a block's NICs
+    share one leaf switch."""
+
+    levels: tuple[SwitchLevel, ...]
+    rails: bool = False
+
+
+@dataclass(frozen=True)
 class NetworkSpec:
-    """NICs per node, where each hangs (a device for rail-aligned NICs, or a host vertex)."""
+    """NICs per node, where each hangs (a device for rail-aligned NICs, or a host vertex), and the
+    switches between nodes (None: one non-blocking switch)."""
 
     nics_per_node: int
-    link: LinkSpec                   # NIC <-> network switch
+    link: LinkSpec                   # NIC <-> network switch (the leaf, when there are levels)
     attach: tuple[str, ...]          # per NIC: "device:<local>" or a fabric vertex ("pcie.sw0")
     attach_link: LinkSpec | None     # device <-> NIC (GPUDirect through PCIe), when on devices
+    switches: SwitchLevels | None = None
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Devices, links and routes of a cluster of identical nodes on one non-blocking network.
+"""Devices, links and routes inside the identical nodes of a cluster.
 
 Vertices of one node: devices `d<i>`, fabric vertices (`nvswitch`, `pcie.sw0`, `pcie.cpu0`), NICs
 `nic<k>`; the network switch `net` is shared. Every physical connection is two directed `Link`s
@@ -9,7 +9,10 @@ Routing: shortest path by `latency_s + REFERENCE_BYTES / bandwidth` over the nod
 never through another device (CUDA peer-to-peer does not forward through a GPU). An inter-node
 route is the best path from the source to the network (through one of its node's NICs) followed
 by the best path from the network to the destination; with a non-blocking network the two halves
-are independent, so both are computed once per local device on a node template.
+are independent, so both are computed once per local device on a node template. Where the network
+has levels of switches, `net` stands for the leaf a NIC plugs into and cluster.switches adds the
+links between switches; with rails the NIC matters, so `nic_paths` gives the best path out (or in)
+through each NIC, never through the network or another device.
 """
 
 from __future__ import annotations
@@ -135,7 +138,19 @@ class NodeTemplate:
         link = self.links[i].link
         return link.latency_s + REFERENCE_BYTES / link.bandwidth_bytes_per_s
 
-    def _dijkstra(self, origin: str, reverse: bool) -> dict[str, tuple[int, ...]]:
+    def nic_paths(self, device: int, reverse: bool) -> dict[int, tuple[int, ...]]:
+        """NIC k -> the best path from local `device` through NIC k to the network (reverse: from
+        the network through NIC k to `device`), for each NIC it reaches inside the node."""
+        paths = self._dijkstra(f"d{device}", reverse, through_network=False)
+        found = {}
+        for i, link in enumerate(self.links):
+            nic = link.src if not reverse else link.dst
+            other = link.dst if not reverse else link.src
+            if other == NETWORK and nic.startswith("nic") and nic in paths:
+                found[int(nic[3:])] = (i, *paths[nic]) if reverse else (*paths[nic], i)
+        return found
+
+    def _dijkstra(self, origin: str, reverse: bool, through_network: bool = True) -> dict[str, tuple[int, ...]]:
         """Paths (link indices, in travel order) from origin (or to it, when reverse)."""
         best: dict[str, tuple[int, ...]] = {}
         heap: list[tuple[float, int, str, tuple[int, ...]]] = [(0.0, 0, origin, ())]
@@ -146,6 +161,8 @@ class NodeTemplate:
             best[vertex] = path
             if vertex != origin and (vertex.startswith("d") and vertex[1:].isdigit()):
                 continue      # devices do not forward
+            if vertex == NETWORK and not through_network:
+                continue
             edges = self._in.get(vertex, ()) if reverse else self._out.get(vertex, ())
             for i in edges:
                 nxt = self.links[i].src if reverse else self.links[i].dst
