@@ -86,6 +86,15 @@ def test_the_planner_core_does_not_import_torch():
             assert not [n for n in imported if n.split(".")[0] == "torch"], name
 
 
+def test_the_planner_core_imports_neither_the_commands_nor_their_output():
+    """The searches tell their progress through search.progress; the bars are the report layer's."""
+    for name, tree in modules().items():
+        if name.split(".")[1:2] and name.split(".")[1] in CORE:
+            imported = [n for node in ast.walk(tree) for n in _imported(node, name)]
+            assert not [n for n in imported if n.split(".")[0] == "rich"
+                        or n.startswith(("stratagem.report", "stratagem.cli"))], name
+
+
 def test_functions_import_only_what_would_load_torch_or_an_optional_package():
     offenders = []
     for name, tree in modules().items():

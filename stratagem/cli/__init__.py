@@ -6,6 +6,7 @@ import argparse
 import importlib
 import sys
 
+from stratagem.cli.stopping import EXIT_ABORTED, Aborted
 from stratagem.errors import StratagemError
 from stratagem.files import writable_output
 
@@ -53,7 +54,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.handler(args) or 0)
     except KeyboardInterrupt:
         print(f"stratagem {args.command}: interrupted (Ctrl-C)", file=sys.stderr)
-        return 130
+        return EXIT_ABORTED
+    except Aborted:
+        print(f"stratagem {args.command}: aborted (Ctrl-C twice); no file was left half-written", file=sys.stderr)
+        return EXIT_ABORTED
     except StratagemError as error:
         code = getattr(error, "exit_code", 2)       # a run stopped by a signal: 128 + its number
         print(f"stratagem {args.command}: {'error: ' if code == 2 else ''}{error}", file=sys.stderr)

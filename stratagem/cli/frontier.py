@@ -2,18 +2,25 @@
 file and a plot with the baselines (TensorOpt Fig. 6).
 
     stratagem frontier transformer --cluster v100-2x8 -o frontier.json --plot frontier.png
+
+Ctrl-C stops the search: the frontier of the points simulated so far is shown and written, and
+says so; Ctrl-C again aborts at once (exit code 130).
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
+from stratagem.cli.stopping import first_ctrl_c_stops
 from stratagem.errors import ConfigError
 from stratagem.report import frontier_plot, planning
 from stratagem.report.console import Console
 from stratagem.report.planning import DEFAULT_CLUSTER
 from stratagem.cli.plan import add_precision, precision_of
 from stratagem.report.units import format_bytes, format_seconds
+from stratagem.search.progress import SILENT, phase
+from stratagem.search.stopping import interruption
 
 BASELINES = ("data-parallel", "optcnn", "tofu-like", "mesh-tf")
 
@@ -43,31 +50,50 @@ def run(args: argparse.Namespace) -> int:
     names = baseline_names(args.baselines)
     if args.cluster is None:
         out.print(f"cluster: {DEFAULT_CLUSTER} (the default; choose one with --cluster)")
-    with out.status(f"capturing {args.model}"):
-        graph = planning.build_graph(args.model, args.batch_size)
-    with out.status(f"tracking the frontier of {args.model}"):
-        front, ctx = planning.frontier_with_context(graph, cluster_name, args.devices, precision=precision_of(args))
+    with first_ctrl_c_stops(out.note):
+        front, ctx = _tracked(out, args, cluster_name)
         points = frontier_plot.frontier_points(front, ctx.model)
-    devices = ctx.num_devices
-    out.table(frontier_plot.frontier_table(points, f"{args.model} on {cluster_name}, {devices} devices: "
-                                                   f"{len(front)} plans on the frontier"))
-    cap = ctx.memory_cap_bytes
-    out.print(f"memory cap {format_bytes(cap)} (device memory / 1.1); the fastest plan that fits: "
-              f"{fastest_under(front, cap)}")
-    if args.output:
-        front.save(args.output)
-        out.print(f"frontier written to {args.output}")
-    if args.plot:
-        baselines = {}
-        for name in out.track(names, "baselines"):
-            made, failed = frontier_plot.baseline_points(ctx, front, [name])
-            baselines.update(made)
-            for key, why in failed.items():
-                out.print(f"baseline {key} left out: {why}")
-        frontier_plot.write_frontier_png(points, baselines, args.plot,
-                                         f"{args.model} on {cluster_name} ({devices} devices)", cap)
-        out.print(f"plot written to {args.plot}")
+        devices = ctx.num_devices
+        out.table(frontier_plot.frontier_table(points, f"{args.model} on {cluster_name}, {devices} devices: "
+                                                       f"{len(front)} plans on the frontier"))
+        stop = interruption(front.details)
+        if stop is not None:
+            out.print(f"search {stop.text}")
+        cap = ctx.memory_cap_bytes
+        out.print(f"memory cap {format_bytes(cap)} (device memory / 1.1); the fastest plan that fits: "
+                  f"{fastest_under(front, cap)}")
+        if args.output:
+            front.save(args.output)
+            out.print(f"frontier written to {args.output}")
+        if args.plot:
+            if stop is not None and names:
+                out.print("baselines left out of the plot: the search was stopped")
+            _plot(out, args, ctx, front, points, [] if stop is not None else names, cluster_name)
     return 0
+
+
+def _tracked(out: Console, args: argparse.Namespace, cluster_name: str):
+    """(the frontier, its planning context), the phases shown as bars on a terminal."""
+    with out.progress() as progress:
+        with phase(progress, f"capturing {args.model}"):
+            graph = planning.build_graph(args.model, args.batch_size)
+        with phase(progress, f"tracking the frontier of {args.model}"):
+            front, ctx = planning.frontier_with_context(graph, cluster_name, args.devices,
+                                                        precision=precision_of(args), progress=progress)
+    return front, replace(ctx, progress=SILENT)
+
+
+def _plot(out: Console, args: argparse.Namespace, ctx, front, points, names: list[str], cluster_name: str) -> None:
+    baselines = {}
+    for name in out.track(names, "baselines"):
+        made, failed = frontier_plot.baseline_points(ctx, front, [name])
+        baselines.update(made)
+        for key, why in failed.items():
+            out.print(f"baseline {key} left out: {why}")
+    frontier_plot.write_frontier_png(points, baselines, args.plot,
+                                     f"{args.model} on {cluster_name} ({ctx.num_devices} devices)",
+                                     ctx.memory_cap_bytes)
+    out.print(f"plot written to {args.plot}")
 
 
 def baseline_names(text: str) -> list[str]:

@@ -4,19 +4,26 @@
     stratagem plan transformer --devices 8 --memory-cap 14.5GiB -o plan.json
     stratagem plan wideresnet --mode profiling                # devices -> least time that fits
     stratagem plan rnnlm --algorithm mcmc --budget-s 30 --seed 1
+
+On a terminal, each phase of the search shows as a bar (nothing when piped). Ctrl-C stops the
+search and writes the best plan found so far, saying so (exit code as usual: 0 when it fits);
+Ctrl-C again aborts at once (130), writing nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from stratagem.cli.stopping import first_ctrl_c_stops
 from stratagem.errors import ConfigError
 from stratagem.ir import PRECISIONS
+from stratagem.plan import Plan
 from stratagem.report import planning
 from stratagem.report.console import Console
 from stratagem.report.plan_summary import plan_lines, profile_table
 from stratagem.report.planning import DEFAULT_CLUSTER, PlanRequest
 from stratagem.search.context import memory_cap
+from stratagem.search.progress import phase
 from stratagem.search.registry import ALGORITHMS
 from stratagem.values import size_bytes
 
@@ -58,26 +65,35 @@ def run(args: argparse.Namespace) -> int:
         out.print(f"cluster: {DEFAULT_CLUSTER} (the default: TensorOpt's 2 nodes x 8 V100; choose one with --cluster)")
     if args.precision is None and request.precision != "fp32":
         out.print(f"precision: {request.precision} (how {request.model} is trained; --precision fp32 to change)")
-    with out.status(f"capturing {request.model}"):
-        graph = planning.build_graph(request.model, request.batch_size)
-    if request.mode == "profiling":
-        table = planning.profile_devices(graph, request, out.track)
-        out.table(profile_table(table))
-        plan = planning.fastest_fitting(table)
-        if plan is None:
+    with first_ctrl_c_stops(out.note):
+        found = _planned(out, request)
+        if found is None:
             out.print("no device count fits the memory cap: nothing written")
             return 1
-        out.print(f"fastest that fits: {plan.num_devices} devices")
-        fits = True
-    else:
-        with out.status(f"planning {request.model} ({request.algorithm}, {request.mode.replace('_', '-')})"):
-            plan, fits = planning.plan_model(graph, request, out.track)
-    cap = memory_cap(cluster, plan.num_devices, request.memory_cap_bytes)
-    for line in plan_lines(plan, cap, fits):
-        out.print(line)
-    plan.save(args.output)
+        plan, fits = found
+        cap = memory_cap(cluster, plan.num_devices, request.memory_cap_bytes)
+        for line in plan_lines(plan, cap, fits):
+            out.print(line)
+        plan.save(args.output)
     out.print(f"written to {args.output}")
     return 0 if fits else 1
+
+
+def _planned(out: Console, request: PlanRequest) -> tuple[Plan, bool] | None:
+    """The plan and whether it fits (profiling: the fastest device count that fits, its table
+    printed; None when none fits), the searches' phases shown as bars on a terminal."""
+    with out.progress() as progress:
+        with phase(progress, f"capturing {request.model}"):
+            graph = planning.build_graph(request.model, request.batch_size)
+        if request.mode != "profiling":
+            with phase(progress, f"planning {request.model} ({request.algorithm}, {request.mode.replace('_', '-')})"):
+                return planning.plan_model(graph, request, progress)
+        table = planning.profile_devices(graph, request, progress)
+    out.table(profile_table(table))
+    plan = planning.fastest_fitting(table)
+    if plan is not None:
+        out.print(f"fastest that fits: {plan.num_devices} devices")
+    return None if plan is None else (plan, True)
 
 
 def request_of(args: argparse.Namespace) -> PlanRequest:

@@ -10,12 +10,17 @@ from stratagem.plan import Plan
 from stratagem.report.stages import stage_lines
 from stratagem.report.tables import Table
 from stratagem.report.units import format_bytes, format_seconds
+from stratagem.search.stopping import interruption
 
 
 def plan_lines(plan: Plan, memory_cap_bytes: float | None = None, fits: bool = True) -> list[str]:
     d = plan.details
     lines = [f"plan: {plan.model or plan.graph.name} on {plan.cluster}, {plan.num_devices} devices, "
              f"{plan.algorithm} ({len(plan.graph.ops)} ops, {plan.precision})"]
+    stop = interruption(d)
+    if stop is not None:
+        lines += textwrap.wrap(f"search {stop.text}", 100, initial_indent="  interrupted      ",
+                               subsequent_indent=" " * 19)
     if plan.strategy.pipeline is None:
         lines += [f"  iteration time   {format_seconds(plan.iteration_time_s):>10}  simulated   "
                   f"{format_seconds(plan.additive_time_s):>10}  additive (TensorOpt Eq. 3)",

@@ -11,7 +11,7 @@ The modes are search.modes' (TensorOpt §4.1), for FT or any registered search (
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,8 @@ from stratagem.plan import Frontier, Plan
 from stratagem.search import modes, registry
 from stratagem.search.context import PlanningContext, context
 from stratagem.search.ft_search import frontier
-from stratagem.search.modes import Track, fastest_fitting
+from stratagem.search.modes import fastest_fitting
+from stratagem.search.progress import SILENT, Progress, phase
 
 DEFAULT_CLUSTER = "v100-2x8"          # TensorOpt's cluster: 2 nodes x 8 V100 16 GB
 
@@ -73,10 +74,11 @@ def check_cluster(name: str, devices: int | None) -> Cluster:
     return cluster
 
 
-def planning_context(graph: Graph, request: PlanRequest, devices: int | None) -> PlanningContext:
+def planning_context(graph: Graph, request: PlanRequest, devices: int | None,
+                     progress: Progress = SILENT) -> PlanningContext:
     cluster = check_cluster(request.cluster, devices)
     ctx = context(graph, cluster, devices, memory_cap_bytes=request.memory_cap_bytes, precision=request.precision)
-    return replace(ctx, cluster_name=cluster_reference(request.cluster))
+    return replace(ctx, cluster_name=cluster_reference(request.cluster), progress=progress)
 
 
 def counts_of(request: PlanRequest) -> list[int]:
@@ -84,33 +86,40 @@ def counts_of(request: PlanRequest) -> list[int]:
     return modes.device_counts(cluster, 1, cluster.device_count(request.devices))
 
 
-def plan_model(graph: Graph, request: PlanRequest, track: Track = lambda xs, _: xs) -> tuple[Plan, bool]:
-    """(plan, fits the cap). mini_parallelism walks device counts up until one fits."""
+def plan_model(graph: Graph, request: PlanRequest, progress: Progress = SILENT) -> tuple[Plan, bool]:
+    """(plan, fits the cap). mini_parallelism walks device counts up until one fits. The searches
+    tell `progress` their phases; a Ctrl-C returns the best found so far (search.stopping)."""
     values.one_of(request.mode, "mode", modes.MODES)
     if request.mode == "mini_time":
-        return modes.plan_at(planning_context(graph, request, request.devices), request.algorithm, request.options)
+        ctx = planning_context(graph, request, request.devices, progress)
+        return modes.plan_at(ctx, request.algorithm, request.options)
     if request.mode != "mini_parallelism":
         raise ConfigError("mode is not one plan", expected="mini_time or mini_parallelism", got=repr(request.mode),
                           hint="profiling gives a plan per device count: profile_devices")
-    return modes.fewest_devices(_contexts(graph, request, track), request.algorithm, request.options)
+    return modes.fewest_devices(_contexts(graph, request, progress), request.algorithm, request.options)
 
 
-def profile_devices(graph: Graph, request: PlanRequest, track: Track = lambda xs, _: xs
+def profile_devices(graph: Graph, request: PlanRequest, progress: Progress = SILENT
                     ) -> dict[int, tuple[Plan, bool]]:
-    return modes.by_device_count(_contexts(graph, request, track), request.algorithm, request.options)
+    return modes.by_device_count(_contexts(graph, request, progress), request.algorithm, request.options)
 
 
-def _contexts(graph: Graph, request: PlanRequest, track: Track) -> Iterable[PlanningContext]:
-    return (planning_context(graph, request, n) for n in track(counts_of(request), "device counts"))
+def _contexts(graph: Graph, request: PlanRequest, progress: Progress) -> Iterator[PlanningContext]:
+    """A planning context per device count, ascending: a phase of `progress`, one unit each."""
+    counts = counts_of(request)
+    with phase(progress, "device counts", len(counts)):
+        for n in counts:
+            yield planning_context(graph, request, n, progress)
+            progress.advance()
 
 
 def frontier_with_context(graph: Graph, cluster_name: str, devices: int | None,
-                          memory_cap_bytes: float | None = None, precision: str = "fp32"
-                          ) -> tuple[Frontier, PlanningContext]:
+                          memory_cap_bytes: float | None = None, precision: str = "fp32",
+                          progress: Progress = SILENT) -> tuple[Frontier, PlanningContext]:
     """(frontier by FT, with plans with stages merged in across nodes; the planning context that
-    priced it)."""
+    priced it). Stopped by Ctrl-C: the points simulated so far (search.stopping)."""
     request = PlanRequest("", cluster_name, devices, memory_cap_bytes=memory_cap_bytes, precision=precision)
-    ctx = planning_context(graph, request, devices)
+    ctx = planning_context(graph, request, devices, progress)
     return modes.frontier_with_stages(ctx, frontier(ctx)), ctx
 
 

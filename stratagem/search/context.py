@@ -5,14 +5,15 @@
     NothingFits                           no plan fits the memory cap
 
 A search is `run(ctx, options) -> Plan` (search.registry); it finds the graph, the cluster, the
-cost model, the optimizer and the memory cap in the context, never as loose arguments.
+cost model, the optimizer and the memory cap in the context, never as loose arguments, and the
+reporter it tells its progress (search.progress; silent unless a caller gives one).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from stratagem import values
@@ -24,6 +25,7 @@ from stratagem.errors import ConfigError, StratagemError
 from stratagem.ir import Graph, has_master_weights, with_precision
 from stratagem.plan import Plan
 from stratagem.search.agreement import memory_gap_note
+from stratagem.search.progress import SILENT, Progress
 from stratagem.search.space import additive_cost
 from stratagem.sim.builder import Simulation
 from stratagem.sim.pipeline import PipelineSimulation
@@ -51,6 +53,7 @@ class PlanningContext:
     memory_cap_bytes: float            # per device: what a plan must fit in
     zoo_name: str = ""
     precision: str = "fp32"            # ir.precision.PRECISIONS
+    progress: Progress = field(default=SILENT, compare=False, repr=False)   # search.progress: who watches
 
     @property
     def num_devices(self) -> int:

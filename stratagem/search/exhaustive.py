@@ -52,6 +52,8 @@ from stratagem.search.choices import ChoiceSpace
 from stratagem.search.context import NothingFits, make_plan, runnable_space
 from stratagem.search.evaluators import REBUILD_EVERY
 from stratagem.search.mcmc import MCMCOptions, build_space, mcmc_search
+from stratagem.search.progress import phase
+from stratagem.search.stopping import Interruption, fallback_plan, marked
 from stratagem.sim.builder import Simulation
 from stratagem.space import SpaceOptions
 
@@ -80,6 +82,7 @@ class ExhaustiveResult:
     elapsed_s: float
     estimate: Estimate
     space: ChoiceSpace = field(repr=False)
+    interrupted: bool = False       # a Ctrl-C stopped it: the incumbent when it stopped
 
     @property
     def strategy(self) -> dict:
@@ -102,6 +105,7 @@ class BranchAndBound:
         self.bounds = Bounds(ctx.model, space, self.sim)
         self.num_devices = ctx.model.num_devices
         self.best, self.ub = tuple(incumbent), ub
+        self.reporter = ctx.progress                # told each strategy simulated (`leaf`)
         self.best_peak = float("nan")
         self.order = self._order()
         position = {v: i for i, v in enumerate(self.order)}
@@ -202,6 +206,7 @@ class BranchAndBound:
         """Simulate the complete strategy: the previous leaf's task graph with the ops changed
         since then rebuilt, re-timed by Algorithm 2 (see `search.evaluators`)."""
         self.leaves += 1
+        self.reporter.advance()
         store = self.sim.store
         if self.leaves % REBUILD_EVERY == 0 and store.n > 4 * int(store.alive[:store.n].sum()):
             self.sim = Simulation(self.sim.model, self.space.strategy(self.assignment))
@@ -277,6 +282,8 @@ def _incumbent(ctx, space: ChoiceSpace, cap: float, proposals: int, seed: int) -
     initial = ("data-parallel", "expert")
     options = MCMCOptions(budget_s=None, max_proposals=max(1, proposals), seed=seed, initial=initial)
     result = mcmc_search(ctx, space, options)
+    if result.interrupted:
+        raise KeyboardInterrupt                                       # stopped by Ctrl-C: no search follows
     per_leaf = result.search_time_s / max(1, result.proposals) / 2   # a proposal is two deltas at most
     if result.best.feasible:
         return result.assignment, result.best.time_s, per_leaf
@@ -294,8 +301,34 @@ def exhaustive_search(ctx, space: ChoiceSpace, max_time_s: float = 600.0, probes
     cap = ctx.memory_cap_bytes
     assignment, ub, per_leaf = _incumbent(ctx, space, cap, incumbent_proposals, seed)
     search = BranchAndBound(ctx, space, cap, assignment, ub)
-    estimate = search.estimate(probes, np.random.default_rng(seed), per_leaf, give_up_s=1e3 * max_time_s,
-                               time_limit_s=max_time_s / 4)
+    estimate, began, stopped = Estimate(float("nan"), float("nan"), float("nan")), time.perf_counter(), False
+    try:
+        estimate = search.estimate(probes, np.random.default_rng(seed), per_leaf, give_up_s=1e3 * max_time_s,
+                                   time_limit_s=max_time_s / 4)
+        _refuse_hopeless(space, max_time_s, estimate)
+        began = time.perf_counter()
+        search.reset(deadline=began + max_time_s)
+        with phase(ctx.progress, f"branch and bound: strategies simulated (about {estimate.leaves:.3g})"):
+            search.dfs(0, *search.start())
+    except _OutOfTime:
+        done = search.fraction_done()
+        total = f"{max_time_s / done:.3g} s" if done > 0 else "far more"
+        raise _too_large(space, max_time_s, f"{done:.2%} of the pruned tree in {max_time_s:g} s, so about "
+                         f"{total} in all ({search.leaves} strategies simulated)") from None
+    except KeyboardInterrupt:
+        stopped = True                      # the incumbent so far (search.stopping)
+    if not np.isfinite(search.ub) and not stopped:
+        raise NothingFits("no strategy in the space fits the memory cap", expected=f"peak <= {cap / 2**30:.2f} GiB",
+                          got="every strategy over it", hint="Use more devices or a smaller batch")
+    peak = search.best_peak
+    if not np.isfinite(peak):
+        peak = Simulation(ctx.model, space.strategy(search.best)).run().peak_memory_bytes
+    return ExhaustiveResult(search.best, search.ub, peak, search.nodes, search.leaves,
+                            time.perf_counter() - began, estimate, space, stopped)
+
+
+def _refuse_hopeless(space: ChoiceSpace, max_time_s: float, estimate: Estimate) -> None:
+    """ExhaustiveTooLarge where Knuth's estimate says the search cannot finish in time."""
     if np.isnan(estimate.leaves) and not np.isnan(estimate.seconds):
         raise _too_large(space, max_time_s, f"at least {estimate.seconds:.3g} s: a single random walk down the "
                          f"pruned tree did not finish in {max_time_s / 4:g} s and implies "
@@ -304,23 +337,6 @@ def exhaustive_search(ctx, space: ChoiceSpace, max_time_s: float = 600.0, probes
         raise _too_large(space, max_time_s, f"about {estimate.seconds:.3g} s ({estimate.leaves:.3g} strategies "
                          f"to simulate after pruning, {estimate.bound_evaluations:.3g} bound evaluations, "
                          f"Knuth's estimate)")
-    began = time.perf_counter()
-    search.reset(deadline=began + max_time_s)
-    try:
-        search.dfs(0, *search.start())
-    except _OutOfTime:
-        done = search.fraction_done()
-        total = f"{max_time_s / done:.3g} s" if done > 0 else "far more"
-        raise _too_large(space, max_time_s, f"{done:.2%} of the pruned tree in {max_time_s:g} s, so about "
-                         f"{total} in all ({search.leaves} strategies simulated)") from None
-    if not np.isfinite(search.ub):
-        raise NothingFits("no strategy in the space fits the memory cap", expected=f"peak <= {cap / 2**30:.2f} GiB",
-                          got="every strategy over it", hint="Use more devices or a smaller batch")
-    peak = search.best_peak
-    if not np.isfinite(peak):
-        peak = Simulation(ctx.model, space.strategy(search.best)).run().peak_memory_bytes
-    return ExhaustiveResult(search.best, search.ub, peak, search.nodes, search.leaves,
-                            time.perf_counter() - began, estimate, space)
 
 
 def _too_large(space: ChoiceSpace, max_time_s: float, got: str) -> ExhaustiveTooLarge:
@@ -343,10 +359,18 @@ class ExhaustiveOptions:
 
 
 def exhaustive(ctx, options: ExhaustiveOptions = ExhaustiveOptions()) -> Plan:
-    space = build_space(ctx, runnable_space(options.space, options.runnable), options.coarsen)
-    result = exhaustive_search(ctx, space, options.max_time_s, options.probes, options.incumbent_proposals,
-                               options.seed)
+    """The least-time strategy that fits, simulated. Stopped by Ctrl-C: the incumbent (the best
+    found so far), or data parallel while the first incumbent was being sought."""
+    try:
+        space = build_space(ctx, runnable_space(options.space, options.runnable), options.coarsen)
+        result = exhaustive_search(ctx, space, options.max_time_s, options.probes, options.incumbent_proposals,
+                                   options.seed)
+    except KeyboardInterrupt:
+        return fallback_plan(ctx, "the exhaustive search's first incumbent (MCMC)")
     details = {"space": result.space.description, "space_size": result.space.size, "nodes": result.nodes,
                "leaves_simulated": result.leaves, "search_time_s": result.elapsed_s,
                "estimated_leaves": result.estimate.leaves, "estimated_s": result.estimate.seconds}
-    return make_plan(ctx, result.strategy, "exhaustive", details=details)
+    plan = make_plan(ctx, result.strategy, "exhaustive", details=details)
+    if result.interrupted:
+        return marked(plan, Interruption("the branch and bound", "the fastest strategy that fits found so far"))
+    return plan

@@ -32,13 +32,16 @@ independent); numpy releases the GIL in the sorts that dominate.
 
 from __future__ import annotations
 
+import contextlib
 import time as _time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from stratagem.search.problem import CostProblem
+from stratagem.search.progress import SILENT, Progress, phase
 from stratagem.search.tables import (
     Combined, EdgeLeaf, NodeLeaf, Reindexed, Table, Term, Transposed, combine, unroll,
 )
@@ -118,6 +121,7 @@ class _State:
         self.constants: list[Table] = []
         self.fixes: list[HeuristicFix] = []
         self.counts = {"edge": 0, "node": 0, "leaf": 0, "branch": 0, "heuristic": 0}
+        self.left = problem.num_nodes           # nodes not yet reported eliminated (`newly_eliminated`)
 
     # ---- graph views --------------------------------------------------------------------------
     def size(self, i: int) -> int:
@@ -125,6 +129,11 @@ class _State:
 
     def neighbors(self, i: int) -> set[int]:
         return {b if a == i else a for (a, b) in self.edges if i in (a, b)}
+
+    def newly_eliminated(self) -> int:
+        """Nodes eliminated since the last call (a branch elimination merges two nodes into one)."""
+        count, self.left = self.left - len(self.nodes), len(self.nodes)
+        return count
 
     def marked(self) -> set[int]:
         return {n for chain in self.chains for n in chain}
@@ -372,15 +381,18 @@ class _State:
 
 
 def frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions(),
-                      prefer: tuple[int, ...] | None = None) -> FTResult:
+                      prefer: tuple[int, ...] | None = None, progress: Progress = SILENT,
+                      name: str = "FT eliminations") -> FTResult:
     """The exact (memory, time) frontier of `problem`, unless heuristic eliminations were needed
-    (they fix nodes at `prefer`'s configurations when given)."""
+    (they fix nodes at `prefer`'s configurations when given). `progress` is told phase `name`
+    in nodes: one done as it is eliminated, the linear chains' when the DP over them ends."""
     start = _time.perf_counter()
-    with ThreadPoolExecutor(max_workers=options.workers) if options.workers > 1 else _NoPool() as pool:
-        state = _State(problem, options, pool if options.workers > 1 else None, prefer)
+    with _pool(options.workers) as pool, phase(progress, name, problem.num_nodes):
+        state = _State(problem, options, pool, prefer)
         if options.hub_span:
             state.fix_hubs(options.hub_span)
         while True:
+            progress.advance(state.newly_eliminated())
             state.extend_marks()
             if state.is_done():
                 break
@@ -392,6 +404,7 @@ def frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions(),
             if not state.try_branch():
                 state.heuristic()
         table = state.final()
+        progress.advance(state.newly_eliminated() + len(state.nodes))
     points = []
     for slot in range(table.width):
         if not np.isfinite(table.mem[slot]):
@@ -418,6 +431,9 @@ def merged(first: FTResult, second: FTResult) -> FTResult:
     stats = dict(first.stats, seconds=first.stats.get("seconds", 0) + second.stats.get("seconds", 0),
                  passes=first.stats.get("passes", 1) + second.stats.get("passes", 1),
                  exact=bool(first.stats.get("exact")) and bool(second.stats.get("exact")))
+    stopped = first.stats.get("interrupted") or second.stats.get("interrupted")
+    if stopped:                     # a Ctrl-C stopped one of them (search.ft_peak)
+        stats["interrupted"] = stopped
     return FTResult(tuple(points), first.heuristic_fixes + second.heuristic_fixes, stats)
 
 
@@ -426,12 +442,18 @@ def _finite_max(a: np.ndarray) -> float:
     return float(finite.max()) if finite.size else 0.0
 
 
-class _NoPool:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
+@contextlib.contextmanager
+def _pool(workers: int) -> Iterator[ThreadPoolExecutor | None]:
+    """Threads for large combines (none for one worker); on the way out, a combine's boxes not
+    started yet are dropped, so a Ctrl-C waits only for the ones running."""
+    if workers <= 1:
+        yield None
+        return
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 __all__ = ["FTOptions", "FTPoint", "FTResult", "HeuristicFix", "frontier_tracking", "Combined"]

@@ -19,7 +19,9 @@ P(p) + T(p) <= P(S) + T(S). Each pass drops the largest transient level still on
 the passes are the distinct levels along the frontiers, not the distinct terms.
 
 `FTOptions.peak_passes` caps the passes (the planner's setting); the frontier is then exact only
-if no threshold was left, which the stats say (`peak_thresholds_left`).
+if no threshold was left, which the stats say (`peak_thresholds_left`). A Ctrl-C after the first
+pass stops the passes there: the union so far is a frontier of real strategies, not the whole one
+(`stats["interrupted"]`, search.stopping).
 """
 
 from __future__ import annotations
@@ -30,19 +32,31 @@ import numpy as np
 
 from stratagem.search.ft import FTOptions, FTPoint, FTResult, frontier_tracking, merged
 from stratagem.search.problem import CostProblem
+from stratagem.search.progress import SILENT, Progress
 
 
 def peak_frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions(),
-                           prefer: tuple[int, ...] | None = None) -> FTResult:
-    """The (peak memory, time) frontier of `problem`: FT itself when it has no transient terms."""
+                           prefer: tuple[int, ...] | None = None, progress: Progress = SILENT,
+                           label: str = "FT") -> FTResult:
+    """The (peak memory, time) frontier of `problem`: FT itself when it has no transient terms.
+    Each pass is a phase of `progress` ("FT pass 2: eliminations"). A Ctrl-C after the first pass
+    keeps the passes done (stats["interrupted"] names the pass); during the first, it is raised."""
     if not problem.has_transient:
-        return frontier_tracking(problem, options, prefer)
+        return frontier_tracking(problem, options, prefer, progress, f"{label}: eliminations")
     start = _time.perf_counter()
     thresholds = _thresholds(problem)
     result = FTResult(())
-    tau, passes, left, exact = float("inf"), 0, 0, True
+    tau, passes, left, exact, stopped = float("inf"), 0, 0, True, ""
     while True:
-        found = frontier_tracking(problem if tau == float("inf") else problem.within(tau), options, prefer)
+        name = f"{label} pass {passes + 1}"
+        try:
+            found = frontier_tracking(problem if tau == float("inf") else problem.within(tau), options, prefer,
+                                      progress, f"{name}: eliminations")
+        except KeyboardInterrupt:
+            if not result.points:
+                raise
+            stopped = name
+            break
         passes += 1
         exact = exact and bool(found.stats.get("exact"))
         if not found.points:
@@ -58,7 +72,9 @@ def peak_frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions(
             break
         tau = float(below[-1])
     stats = dict(found.stats, passes=passes, thresholds=len(thresholds), peak_thresholds_left=left,
-                 exact=exact and not left, seconds=_time.perf_counter() - start)
+                 exact=exact and not left and not stopped, seconds=_time.perf_counter() - start)
+    if stopped:
+        stats["interrupted"] = stopped
     return FTResult(result.points, tuple(dict.fromkeys(result.heuristic_fixes)), stats)
 
 

@@ -7,7 +7,9 @@
                    a second run fixes them as data parallel has them and the union's frontier is kept
     plans          every point unrolled to a strategy and simulated (context.make_plan)
     alternatives   data parallel, simulated, when it lies in the space: FT picks by additive costs,
-                   so the modes weigh it beside the frontier
+                   so the modes weigh it beside the frontier (priced before FT runs)
+    progress       phases told to ctx.progress: cost tables, each FT pass's eliminations, the
+                   points simulated; a Ctrl-C keeps what is done (search.stopping)
 """
 
 from __future__ import annotations
@@ -17,9 +19,13 @@ from dataclasses import dataclass, field, replace
 
 from stratagem.plan import Frontier, Plan
 from stratagem.search.context import PlanningContext, make_plan, recomputing, runnable_space
-from stratagem.search.ft import FTOptions, merged
+from stratagem.search.ft import FTOptions, FTResult, merged
 from stratagem.search.ft_peak import peak_frontier_tracking
+from stratagem.search.progress import phase
 from stratagem.search.space import FT_SPACE, SearchSpace, build_search_space
+from stratagem.search.stopping import (
+    BASELINE_KEPT, Interruption, fallback_plan, marked_frontier, stopped,
+)
 from stratagem.search.strategies import data_parallel_strategy, with_sharded_state
 from stratagem.space import Configuration, SpaceOptions
 
@@ -54,31 +60,88 @@ class FTSearchOptions:
 
 
 def frontier(ctx: PlanningContext, options: FTSearchOptions = FTSearchOptions()) -> Frontier:
-    """The (peak memory, iteration time) frontier by Frontier Tracking (TensorOpt §3)."""
+    """The (peak memory, iteration time) frontier by Frontier Tracking (TensorOpt §3). Stopped by
+    Ctrl-C (search.stopping): the points of the passes done, as many as were simulated; before FT
+    has any, the alternatives it priced first (data parallel)."""
     if options.recompute and not ctx.model.recompute:
         ctx = recomputing(ctx)
-    search_space = build_search_space(ctx.model, options.searched_space)
-    data_parallel = data_parallel_strategy(ctx)
-    result = peak_frontier_tracking(search_space.problem, options.ft)
-    baseline = search_space.index_of(ctx.model, data_parallel) if result.heuristic_fixes else None
-    if baseline is not None:        # a second run that fixes hubs as data parallel has them (its top pass)
-        preferred = replace(options.ft, peak_passes=1)
-        result = merged(result, peak_frontier_tracking(search_space.problem, preferred, prefer=baseline))
+    try:
+        search_space = build_search_space(ctx.model, options.searched_space, progress=ctx.progress)
+        alternatives = _priced_alternatives(ctx, search_space, options)
+    except KeyboardInterrupt:
+        return _fallback(ctx, [], "building the cost tables")
+    try:
+        result = _tracked(ctx, search_space, options.ft)
+    except KeyboardInterrupt:
+        return _fallback(ctx, alternatives, "FT's first pass (eliminations)")
     fixes = [{"op": search_space.groups[f.node].anchor, "config": _fixed_config(search_space, f),
               "reason": f.reason} for f in result.heuristic_fixes]
-    plans = []
-    for point in result.points:
-        strategy, reuse = search_space.strategy(point.assignment, point.options)
-        plans.append(make_plan(ctx, strategy, "ft", _non_default(ctx, strategy, reuse),
-                               {"heuristic_fixes": fixes} if fixes else None))
+    plans, simulation_stopped = _simulated(ctx, search_space, result, fixes)
+    if not plans:
+        return _fallback(ctx, alternatives, "simulating frontier points")
     stats = dict(result.stats, groups=len(search_space.groups),
                  configs_per_group=max(len(c) for c in search_space.configs),
                  exact=bool(result.stats.get("exact")) and not fixes, max_width=options.ft.max_width,
                  hub_span=options.ft.hub_span, peak_passes=options.ft.peak_passes)
-    alternatives = [data_parallel] + ([with_sharded_state(ctx, data_parallel)] if options.searched_space.state_sharding
-                                      else [])
-    return Frontier(plans, {"algorithm": "ft", "stats": stats, "heuristic_fixes": fixes},
-                    [plan for strategy in alternatives for plan in _alternatives(ctx, search_space, strategy)])
+    front = Frontier(plans, {"algorithm": "ft", "stats": stats, "heuristic_fixes": fixes}, alternatives)
+    also = ", and data parallel" if alternatives else ""
+    if simulation_stopped:
+        return marked_frontier(front, Interruption("simulating frontier points", f"the {len(plans)} of "
+                                                   f"{len(result.points)} frontier points simulated{also}"))
+    if result.stats.get("interrupted"):
+        return marked_frontier(front, Interruption(f"{result.stats['interrupted']} (eliminations)",
+                                                   f"the frontier of the passes done ({len(plans)} points){also}"))
+    return front
+
+
+def _tracked(ctx: PlanningContext, search_space: SearchSpace, ft_options: FTOptions) -> FTResult:
+    """FT on peak memory (search.ft_peak). When hubs were fixed heuristically, a second run fixes
+    them as data parallel has them (its top pass) and the union's frontier is kept; a Ctrl-C
+    during it keeps the first run's."""
+    result = peak_frontier_tracking(search_space.problem, ft_options, progress=ctx.progress)
+    if not result.heuristic_fixes or result.stats.get("interrupted"):
+        return result
+    baseline = search_space.index_of(ctx.model, data_parallel_strategy(ctx))
+    if baseline is None:
+        return result
+    label = "FT, hubs as data parallel has them,"
+    try:
+        second = peak_frontier_tracking(search_space.problem, replace(ft_options, peak_passes=1), prefer=baseline,
+                                        progress=ctx.progress, label=label)
+    except KeyboardInterrupt:
+        return replace(result, stats=dict(result.stats, interrupted=f"{label} pass 1"))
+    return merged(result, second)
+
+
+def _simulated(ctx: PlanningContext, search_space: SearchSpace, result: FTResult, fixes: list
+               ) -> tuple[list[Plan], bool]:
+    """Every point unrolled to a strategy and simulated: (the plans, whether a Ctrl-C stopped it)."""
+    plans = []
+    with phase(ctx.progress, "simulating frontier points", len(result.points)):
+        try:
+            for point in result.points:
+                strategy, reuse = search_space.strategy(point.assignment, point.options)
+                plans.append(make_plan(ctx, strategy, "ft", _non_default(ctx, strategy, reuse),
+                                       {"heuristic_fixes": fixes} if fixes else None))
+                ctx.progress.advance()
+        except KeyboardInterrupt:
+            return plans, True
+    return plans, False
+
+
+def _priced_alternatives(ctx: PlanningContext, search_space: SearchSpace, options: FTSearchOptions) -> list[Plan]:
+    """Data parallel (and FSDP where weights may be sharded), simulated, when in the space: priced
+    before FT runs, so that a Ctrl-C during it has a plan to keep."""
+    data_parallel = data_parallel_strategy(ctx)
+    strategies = [data_parallel] + ([with_sharded_state(ctx, data_parallel)]
+                                    if options.searched_space.state_sharding else [])
+    return [plan for strategy in strategies for plan in _alternatives(ctx, search_space, strategy)]
+
+
+def _fallback(ctx: PlanningContext, alternatives: list[Plan], phase_name: str) -> Frontier:
+    """A frontier stopped before it had a point: the alternatives priced (else data parallel, now)."""
+    plans = alternatives or [fallback_plan(ctx, phase_name)]
+    return marked_frontier(Frontier(plans, {"algorithm": "ft", "stats": {}}), Interruption(phase_name, BASELINE_KEPT))
 
 
 def _fixed_config(search_space: SearchSpace, fix) -> str:
@@ -91,8 +154,9 @@ def _fixed_config(search_space: SearchSpace, fix) -> str:
 
 
 def ft(ctx: PlanningContext, options: FTSearchOptions = FTSearchOptions()) -> Plan:
-    """The frontier's point of least simulated time."""
-    return replace(frontier(ctx, options).min_time, algorithm="ft")
+    """The frontier's point of least simulated time (stopped before FT had one: data parallel, so named)."""
+    front = frontier(ctx, options)
+    return front.min_time if stopped(front) else replace(front.min_time, algorithm="ft")
 
 
 def _alternatives(ctx: PlanningContext, search_space: SearchSpace, strategy: Mapping[str, Configuration]

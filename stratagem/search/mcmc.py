@@ -26,6 +26,8 @@
     stopping     per candidate (FlexFlow §6.2): its budget (budget_s / number of candidates, or
                  max_proposals) is spent, or its chain's best has not improved for half of it
                                                                               `_Limits.done`
+                 or Ctrl-C: the best strategy so far (search.stopping)        `mcmc_search`
+    progress     each chain a phase of ctx.progress, counted in proposals (of max_proposals)
 
 kwargs of `mcmc` (and of `search(..., algorithm="mcmc")`):
     budget_s=10.0        seconds for the whole search, split evenly over the initial candidates;
@@ -62,6 +64,8 @@ from stratagem.search.context import NothingFits, make_plan, runnable_space
 from stratagem.search.evaluators import EVALUATORS, DeltaEvaluator, FullEvaluator
 from stratagem.search.expert import expert_strategy
 from stratagem.search.ft_search import frontier
+from stratagem.search.progress import SILENT, Progress, phase
+from stratagem.search.stopping import Interruption, fallback_plan, marked, raise_if_stopped
 from stratagem.search.strategies import data_parallel_strategy
 from stratagem.sim.builder import Simulation
 from stratagem.space import SpaceOptions
@@ -154,6 +158,7 @@ class ChainResult:
     simulated: int                # proposals that needed a simulation (the rest were cached)
     elapsed_s: float
     best_at_s: float              # when the chain found its best (seconds into the chain)
+    interrupted: bool = False     # a Ctrl-C stopped it: its best so far (search.stopping)
 
 
 def _propose(space: ChoiceSpace, movable: Sequence[int], assignment: Sequence[int],
@@ -164,9 +169,10 @@ def _propose(space: ChoiceSpace, movable: Sequence[int], assignment: Sequence[in
 
 
 def run_chain(name: str, evaluator, cap_bytes: float, beta: float, limits: _Limits,
-              rng: np.random.Generator, seen: dict | None = None) -> ChainResult:
+              rng: np.random.Generator, seen: dict | None = None, progress: Progress = SILENT) -> ChainResult:
     """One Metropolis-Hastings chain. `seen` caches (time, peak) by assignment across proposals
-    and chains: a proposal met before costs no simulation, and if rejected, no undo either."""
+    and chains: a proposal met before costs no simulation, and if rejected, no undo either.
+    `progress` is told each proposal; a Ctrl-C ends the chain with its best so far."""
     space, seen = evaluator.space, {} if seen is None else seen
     movable = [i for i, v in enumerate(space.variables) if v.num_choices > 1]
     current = start = energy(*evaluator.current(), cap_bytes)
@@ -175,30 +181,35 @@ def run_chain(name: str, evaluator, cap_bytes: float, beta: float, limits: _Limi
     proposals = accepted = last_best = simulated = 0
     began = limits.clock()
     last_best_s = elapsed = 0.0
-    while movable and not limits.done(proposals, elapsed, proposals - last_best, elapsed - last_best_s):
-        index, choice = _propose(space, movable, evaluator.assignment, rng)
-        key = tuple(choice if i == index else c for i, c in enumerate(evaluator.assignment))
-        known = seen.get(key)
-        if known is None:
-            known = seen[key] = evaluator.propose(index, choice)
-            simulated += 1
-            fresh = True
-        else:
-            fresh = False
-        proposed = energy(*known, cap_bytes)
-        proposals += 1
-        elapsed = limits.clock() - began
-        if not accept(current, proposed, beta, float(rng.random())):
-            if fresh:
-                evaluator.revert()
-            continue
-        evaluator.commit() if fresh else evaluator.move(index, choice, known)
-        accepted, current = accepted + 1, proposed
-        if _better(current, best):
-            best, best_assignment = current, key
-            last_best, last_best_s = proposals, elapsed
+    interrupted = False
+    try:
+        while movable and not limits.done(proposals, elapsed, proposals - last_best, elapsed - last_best_s):
+            index, choice = _propose(space, movable, evaluator.assignment, rng)
+            key = tuple(choice if i == index else c for i, c in enumerate(evaluator.assignment))
+            known = seen.get(key)
+            if known is None:
+                known = seen[key] = evaluator.propose(index, choice)
+                simulated += 1
+                fresh = True
+            else:
+                fresh = False
+            proposed = energy(*known, cap_bytes)
+            proposals += 1
+            elapsed = limits.clock() - began
+            progress.advance()
+            if not accept(current, proposed, beta, float(rng.random())):
+                if fresh:
+                    evaluator.revert()
+                continue
+            evaluator.commit() if fresh else evaluator.move(index, choice, known)
+            accepted, current = accepted + 1, proposed
+            if _better(current, best):
+                best, best_assignment = current, key
+                last_best, last_best_s = proposals, elapsed
+    except KeyboardInterrupt:
+        interrupted = True
     return ChainResult(name, start, best, best_assignment, proposals, accepted, simulated,
-                       limits.clock() - began, last_best_s)
+                       limits.clock() - began, last_best_s, interrupted)
 
 
 def _better(a: Energy, b: Energy) -> bool:
@@ -230,7 +241,9 @@ def random_assignment(space: ChoiceSpace, rng: np.random.Generator) -> tuple[int
 
 
 def _ft_strategies(ctx, cap_bytes: float, count: int) -> list[dict]:
-    plans = sorted(frontier(ctx), key=lambda p: p.iteration_time_s)
+    front = frontier(ctx)
+    raise_if_stopped(front)
+    plans = sorted(front, key=lambda p: p.iteration_time_s)
     fitting = [p for p in plans if p.peak_memory_bytes <= cap_bytes] or plans[:1]
     return [dict(p.strategy) for p in fitting[:count]]
 
@@ -251,6 +264,7 @@ class MCMCResult:
     beta: float
     reference_time_s: float
     space: ChoiceSpace = field(repr=False)
+    interrupted: bool = False           # a Ctrl-C stopped the search: the chains run so far
 
     @property
     def strategy(self) -> dict:
@@ -281,19 +295,36 @@ class MCMCResult:
 
 def mcmc_search(ctx, space: ChoiceSpace, options: MCMCOptions = MCMCOptions(),
                 clock: Callable[[], float] = time.perf_counter) -> MCMCResult:
+    """The chains one after another, each a phase of ctx.progress in proposals. A Ctrl-C ends
+    the search with the chains run so far (the one stopped with its best so far); before the
+    first chain it is raised."""
     cap = ctx.memory_cap_bytes
     seeds = np.random.SeedSequence(options.seed)
     candidates = initial_candidates(ctx, space, options, np.random.default_rng(seeds.spawn(1)[0]), cap)
     beta, t_ref = _beta(ctx, space, options)
     per_chain_s = options.budget_s / len(candidates) if options.budget_s is not None else None
-    chains, seen = [], {}
-    for (name, assignment), chain_seed in zip(candidates, seeds.spawn(len(candidates))):
-        evaluator = EVALUATORS[options.simulation](ctx.model, space, assignment)
-        chains.append(run_chain(name, evaluator, cap, beta, _Limits(per_chain_s, options.max_proposals, clock),
-                                np.random.default_rng(chain_seed), seen))
+    chains, seen, interrupted = [], {}, False
+    for i, ((name, assignment), chain_seed) in enumerate(zip(candidates, seeds.spawn(len(candidates)))):
+        try:
+            with phase(ctx.progress, _chain_phase(i, len(candidates), name, per_chain_s), options.max_proposals):
+                evaluator = EVALUATORS[options.simulation](ctx.model, space, assignment)
+                chains.append(run_chain(name, evaluator, cap, beta, _Limits(per_chain_s, options.max_proposals, clock),
+                                        np.random.default_rng(chain_seed), seen, ctx.progress))
+        except KeyboardInterrupt:
+            if not chains:
+                raise
+            interrupted = True
+        if interrupted or chains[-1].interrupted:
+            interrupted = True
+            break
     winner = min(chains, key=lambda c: (not c.best.feasible, c.best.time_s if c.best.feasible
                                         else c.best.overflow_bytes))
-    return MCMCResult(winner.best_assignment, winner.best, tuple(chains), beta, t_ref, space)
+    return MCMCResult(winner.best_assignment, winner.best, tuple(chains), beta, t_ref, space, interrupted)
+
+
+def _chain_phase(i: int, count: int, name: str, budget_s: float | None) -> str:
+    budget = f", {budget_s:.3g} s budget" if budget_s is not None else ""
+    return f"MCMC chain {i + 1}/{count} from {name}{budget}: proposals"
 
 
 def build_space(ctx, space: SpaceOptions = SpaceOptions(), coarsen: bool = False) -> ChoiceSpace:
@@ -301,8 +332,17 @@ def build_space(ctx, space: SpaceOptions = SpaceOptions(), coarsen: bool = False
 
 
 def mcmc(ctx, options: MCMCOptions = MCMCOptions()) -> Plan:
-    space = build_space(ctx, runnable_space(options.space, options.runnable), options.coarsen)
-    result = mcmc_search(ctx, space, options)
+    """The best strategy the chains found, simulated. Stopped by Ctrl-C: the best so far (not
+    fitting the cap, where none found did), or data parallel before the first chain."""
+    try:
+        space = build_space(ctx, runnable_space(options.space, options.runnable), options.coarsen)
+        result = mcmc_search(ctx, space, options)
+    except KeyboardInterrupt:
+        return fallback_plan(ctx, "MCMC's initial candidates")
+    if result.interrupted:
+        record = Interruption(f"MCMC's chain {len(result.chains)}",
+                              f"the best strategy of {result.proposals} proposals in {len(result.chains)} chains")
+        return marked(make_plan(ctx, result.strategy, "mcmc", details=_details(result)), record)
     if not result.best.feasible:
         raise NothingFits("MCMC found no strategy that fits the memory cap",
                           expected="peak memory within the cap",

@@ -11,12 +11,13 @@
     profiling          {device count: (plan, fits)}
 
 Modes choose by the simulated time and peak memory, which are what a plan will do; the additive
-(Eq. 3) costs stay on each plan beside them.
+(Eq. 3) costs stay on each plan beside them. A search stopped by Ctrl-C (search.stopping) runs no
+further: each mode chooses among the plans found so far, and the plan it returns says so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -27,9 +28,9 @@ from stratagem.errors import ConfigError, StratagemError
 from stratagem.search.context import NothingFits, PlanningContext, least_time
 from stratagem.search.ft_search import frontier
 from stratagem.search.pipeline import in_zoo, pipeline_plans
+from stratagem.search.stopping import Interruption, interruption, marked, marked_frontier, stopped
 
 MODES = ("mini_time", "mini_parallelism", "profiling")
-Track = Callable[[Iterable[int], str], Iterable[int]]
 
 
 def mini_time(front: Frontier, memory_cap_bytes: float) -> Plan:
@@ -55,13 +56,26 @@ def least_time_ft(ctx: PlanningContext, options: Any = None) -> Plan:
     in its details (FT over the larger space is slower: it is searched only when asked, or when
     these do not fit either); then FT's frontier with weights held sharded as a choice, then also
     with every block recomputed (each unless it already was). NothingFits carries the leanest
-    plan seen (`leanest`)."""
+    plan seen (`leanest`). Stopped by Ctrl-C (search.stopping), no further search runs: the
+    plan chosen from what was found, or NothingFits with the leanest plan, marked."""
     chosen = registry.make_options("ft", options)
     front = frontier_with_stages(ctx, frontier(ctx, chosen), chosen.pipeline)
     try:
         return mini_time(front, ctx.memory_cap_bytes)
     except NothingFits as refusal:
         refusal.leanest, failed = front.min_memory, refusal
+    if stopped(front):
+        raise failed
+    try:
+        return _saving_memory(ctx, chosen, failed)
+    except KeyboardInterrupt:
+        failed.leanest = marked(failed.leanest, Interruption("the searches for plans that need less memory",
+                                                             "the leanest plan found so far (none fits the cap)"))
+        raise failed from None
+
+
+def _saving_memory(ctx: PlanningContext, chosen: Any, failed: NothingFits) -> Plan:
+    """least_time_ft's searches after FT's frontier had no plan under the cap."""
     if not (chosen.state_sharding or chosen.recompute):
         found = _practitioners_fitting(ctx)
         if found is not None:
@@ -76,8 +90,18 @@ def least_time_ft(ctx: PlanningContext, options: Any = None) -> Plan:
         try:
             return mini_time(front, ctx.memory_cap_bytes)
         except NothingFits as refusal:
-            refusal.leanest, failed = front.min_memory, refusal
+            refusal.leanest, failed = _leanest(front, failed.leanest), refusal
+        if stopped(front):
+            break
     raise failed
+
+
+def _leanest(front: Frontier, before: Plan) -> Plan:
+    """The frontier's leanest plan; of one stopped by Ctrl-C, the leaner of it and `before`, marked."""
+    record = interruption(front.details)
+    if record is None:
+        return front.min_memory
+    return marked(min(front.min_memory, before, key=lambda p: p.peak_memory_bytes), record)
 
 
 PIPELINE_CHOICES = ("auto", "yes", "no")
@@ -105,14 +129,22 @@ def staged_plans(ctx: PlanningContext, choice: str = "auto") -> list[Plan]:
 def frontier_with_stages(ctx: PlanningContext, front: Frontier, choice: str = "auto") -> Frontier:
     """FT's frontier with the plans with stages (`staged_plans`) merged in: the points no other
     point dominates in simulated time and peak memory (FT's own points a plan with stages
-    dominates leave it). Unchanged where no plan with stages is weighed."""
-    staged = staged_plans(ctx, choice)
+    dominates leave it). Unchanged where no plan with stages is weighed, or where a Ctrl-C
+    stopped FT; a Ctrl-C during the pipeline search keeps the plans with stages priced so far."""
+    if stopped(front):
+        return front
+    try:
+        staged = staged_plans(ctx, choice)
+    except KeyboardInterrupt:
+        return marked_frontier(front, Interruption("the pipeline search", "FT's frontier, without plans with stages"))
     if not staged:
         return front
     points = [*front, *staged]
     kept = [p for p in points if not any(_dominates(q, p) for q in points)]
     details = {**front.details, "stages": {"weighed": len(staged), "kept": sum(p in staged for p in kept)}}
-    return Frontier(kept, details, front.alternatives)
+    merged = Frontier(kept, details, front.alternatives)
+    record = next((interruption(p.details) for p in staged if stopped(p)), None)
+    return merged if record is None else marked_frontier(merged, record)
 
 
 def _dominates(a: Plan, b: Plan) -> bool:
@@ -152,19 +184,40 @@ def device_counts(cluster: Cluster, start: int = 1, stop: int | None = None) -> 
 def fewest_devices(contexts: Iterable[PlanningContext], algorithm: str = "ft", options: Any = None
                    ) -> tuple[Plan, bool]:
     """mini_parallelism: the first context (ascending device counts) whose plan fits; else the
-    last one's leanest plan, not fitting."""
+    last one's leanest plan, not fitting. Stopped by Ctrl-C: the last plan found, marked."""
     last = None
-    for ctx in contexts:
-        last = plan_at(ctx, algorithm, options)
-        if last[1]:
-            return last
+    try:
+        for ctx in contexts:
+            last = plan_at(ctx, algorithm, options)
+            if last[1] or stopped(last[0]):
+                return last
+    except KeyboardInterrupt:
+        if last is None:
+            raise
+        record = Interruption("the device counts", f"the plan at {last[0].num_devices} devices, the most tried")
+        return marked(last[0], record), last[1]
     return last
 
 
 def by_device_count(contexts: Iterable[PlanningContext], algorithm: str = "ft", options: Any = None
                     ) -> dict[int, tuple[Plan, bool]]:
-    """profiling: every context's plan and whether it fits."""
-    return {ctx.num_devices: plan_at(ctx, algorithm, options) for ctx in contexts}
+    """profiling: every context's plan and whether it fits. Stopped by Ctrl-C: the device counts
+    planned so far, every plan marked."""
+    table: dict[int, tuple[Plan, bool]] = {}
+    record = None
+    try:
+        for ctx in contexts:
+            plan, fits = table[ctx.num_devices] = plan_at(ctx, algorithm, options)
+            record = interruption(plan.details)
+            if record is not None:
+                break
+    except KeyboardInterrupt:
+        if not table:
+            raise
+        record = Interruption("the device counts", f"the {len(table)} device counts planned so far")
+    if record is None:
+        return table
+    return {n: (marked(plan, record), fits) for n, (plan, fits) in table.items()}
 
 
 def fastest_fitting(table: dict[int, tuple[Plan, bool]]) -> Plan | None:

@@ -38,6 +38,8 @@ from stratagem.plan import Plan
 from stratagem.search.baselines import tensor_width
 from stratagem.search.ft_search import frontier
 from stratagem.search.context import PlanningContext, context, least_time, make_plan, recomputing
+from stratagem.search.progress import phase
+from stratagem.search.stopping import Interruption, marked, raise_if_stopped
 from stratagem.search.strategies import data_parallel_strategy, tensor_parallel_strategy, with_sharded_state
 from stratagem.space import SCHEDULES, Pipeline, Strategy, divisors, stage_of
 from stratagem.space.micro_batching import check_micro_batchable
@@ -70,26 +72,35 @@ def pipeline(ctx: PlanningContext, options: PipelineOptions = PipelineOptions())
 
 def pipeline_plans(ctx: PlanningContext, options: PipelineOptions = PipelineOptions(),
                    graph_at: Callable[[int], Graph] | None = None) -> list[Plan]:
-    """Every (stages, micro-batches, inner plan, recomputation) candidate, simulated."""
+    """Every (stages, micro-batches, inner plan, recomputation) candidate, simulated; a phase of
+    ctx.progress in (stage count, micro-batch count) pairs. A Ctrl-C keeps the candidates priced,
+    each marked (search.stopping); with none yet, it is raised."""
     _check(options)
     check_micro_batchable(ctx.graph)
     batch = _batch(ctx.graph)
     graph_at = graph_at or _zoo_graph(ctx)
+    pairs = [(p, m) for p in _stage_counts(ctx, options) if _can_cut(ctx.graph, p)
+             for m in _micro_batch_counts(batch, p, options)]
     plans, graphs, micro_contexts = [], {}, {}
-    for p in _stage_counts(ctx, options):
-        if not _can_cut(ctx.graph, p):
-            continue
-        for m in _micro_batch_counts(batch, p, options):
-            if m not in micro_contexts:
-                graphs[m] = graph_at(batch // m)
-                micro_contexts[m] = replace(context(graphs[m], ctx.cluster, ctx.num_devices, ctx.optimizer,
-                                                    ctx.memory_cap_bytes, precision=ctx.precision),
-                                            cluster_name=ctx.cluster_name, zoo_name=ctx.zoo_name)
-            micro = micro_contexts[m]
-            stage = context(graphs[m], ctx.cluster, ctx.num_devices // p, ctx.optimizer,
-                            precision=ctx.precision)
-            for inner in _inner_plans(options, batch // m, ctx.num_devices // p):
-                plans += _with_recomputation(micro, stage, p, m, inner, options)
+    with phase(ctx.progress, "pipeline: stage and micro-batch counts", len(pairs)):
+        try:
+            for p, m in pairs:
+                if m not in micro_contexts:
+                    graphs[m] = graph_at(batch // m)
+                    micro_contexts[m] = replace(context(graphs[m], ctx.cluster, ctx.num_devices, ctx.optimizer,
+                                                        ctx.memory_cap_bytes, precision=ctx.precision),
+                                                cluster_name=ctx.cluster_name, zoo_name=ctx.zoo_name)
+                micro = micro_contexts[m]
+                stage = context(graphs[m], ctx.cluster, ctx.num_devices // p, ctx.optimizer,
+                                precision=ctx.precision)
+                for inner in _inner_plans(options, batch // m, ctx.num_devices // p):
+                    plans += _with_recomputation(micro, stage, p, m, inner, options)
+                ctx.progress.advance()
+        except KeyboardInterrupt:
+            if not plans:
+                raise
+            record = Interruption("the pipeline search", f"the {len(plans)} plans with stages priced so far")
+            return [marked(plan, record) for plan in plans]
     if not plans:
         raise StratagemError("no pipeline plan for this graph and device count",
                              expected="a graph of 2 or more repeated blocks (module-list elements) whose "
@@ -164,6 +175,7 @@ def inner_strategy(stage: PlanningContext, inner: str) -> dict | None:
         return data_parallel_strategy(stage)
     if inner == "ft":
         front = frontier(stage)
+        raise_if_stopped(front)
         return dict(mini_time_or_fastest(front, stage.memory_cap_bytes).strategy.ops)
     if inner == "fsdp":
         return with_sharded_state(stage, data_parallel_strategy(stage)) if stage.num_devices > 1 else None

@@ -5,6 +5,9 @@
     find_strategy(..., mode)      TensorOpt §4.1 over FT's frontier: mini_time | mini_parallelism
                                   | profiling (search.modes)
     search(..., algorithm)        one plan by any registered search (search.registry)
+
+A Ctrl-C during any of them stops the search and returns the best found so far, saying so in its
+details["interrupted"] (search.stopping).
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ from stratagem import values
 from stratagem.plan import Plan
 from stratagem.search.context import NothingFits, PlanningContext, make_plan, runnable_space
 from stratagem.search.mcmc import build_space, random_assignment
+from stratagem.search.progress import phase
+from stratagem.search.stopping import Interruption, fallback_plan, marked
 from stratagem.sim.builder import Simulation
 from stratagem.space import SpaceOptions
 
@@ -41,15 +43,32 @@ def drawn(ctx: PlanningContext, options: RandomOptions):
 
 
 def random_search(ctx: PlanningContext, options: RandomOptions = RandomOptions()) -> Plan:
-    space, assignments = drawn(ctx, options)
-    best = None
-    for assignment in dict.fromkeys(assignments):
-        result = Simulation(ctx.model, space.strategy(assignment)).run()
-        if result.peak_memory_bytes <= ctx.memory_cap_bytes and (best is None or result.iteration_time_s < best[0]):
-            best = (result.iteration_time_s, assignment)
+    """The fastest that fits of the strategies drawn, each a unit of a phase of ctx.progress.
+    Stopped by Ctrl-C: the fastest so far (data parallel before any fits)."""
+    try:
+        space, assignments = drawn(ctx, options)
+    except KeyboardInterrupt:
+        return fallback_plan(ctx, "drawing random strategies")
+    best, distinct = None, list(dict.fromkeys(assignments))
+    with phase(ctx.progress, "random strategies", len(distinct)):
+        try:
+            for assignment in distinct:
+                result = Simulation(ctx.model, space.strategy(assignment)).run()
+                if result.peak_memory_bytes <= ctx.memory_cap_bytes and (best is None or result.iteration_time_s < best[0]):
+                    best = (result.iteration_time_s, assignment)
+                ctx.progress.advance()
+        except KeyboardInterrupt:
+            return _stopped(ctx, space, best, "simulating random strategies")
     if best is None:
         raise NothingFits(f"none of {options.samples} random strategies fits the memory cap",
                           expected=f"peak memory <= {ctx.memory_cap_bytes / 2**30:.2f} GiB",
                           got="every one over it", hint="Draw more samples, or use mcmc")
     return make_plan(ctx, space.strategy(best[1]), "random",
                      details={"samples": options.samples, "distinct": len(set(assignments)), "space": space.description})
+
+
+def _stopped(ctx: PlanningContext, space, best: tuple[float, tuple] | None, phase_name: str) -> Plan:
+    if best is None:
+        return fallback_plan(ctx, phase_name)
+    plan = make_plan(ctx, space.strategy(best[1]), "random", details={"space": space.description})
+    return marked(plan, Interruption(phase_name, "the fastest strategy that fits of those simulated"))

@@ -40,6 +40,7 @@ from stratagem.search.coarsen import Group, coarsen, derive_follower_config
 from stratagem.search.flags import edge_flag_key, expand_edge, expand_nodes, flagged_tensors, flags_of_strategy, node_flag_memory
 from stratagem.search.levels import Level, expand, fold, level_count, level_of, member_inputs
 from stratagem.search.problem import CostProblem, EdgeCosts
+from stratagem.search.progress import SILENT, Progress, phase
 from stratagem.space import Configuration, SpaceOptions
 from stratagem.tdl.graphops import analysis_key
 
@@ -109,17 +110,36 @@ class SearchSpace:
                      for g, index in enumerate(flagged))
 
 
-def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool = True) -> SearchSpace:
+def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool = True,
+                       progress: Progress = SILENT) -> SearchSpace:
+    """The space and its cost tables, in two phases `progress` is told: per group (its ops'
+    configurations, costs and transient terms), then per edge of the graph."""
     graph: Graph = model.graph
     groups = coarsen(graph, model.analyses) if coarsening else tuple(
         Group(op.name, (op.name,), "single") for op in graph.ops)
     group_of = {m: g for g, group in enumerate(groups) for m in group.members}
-    configs = tuple(_configurations(model, group.anchor, options) for group in groups)
-    members = tuple(member_configs(model, group, cfgs) for group, cfgs in zip(groups, configs))
-    if options.state_sharding:
-        configs, members = zip(*(group_states(model, group, cfgs, found)
-                                 for group, cfgs, found in zip(groups, configs, members)))
-    flags = flagged_tensors(model, groups, group_of)
+    with phase(progress, "cost tables: ops", len(groups)):
+        configs = tuple(_configurations(model, group.anchor, options) for group in groups)
+        members = tuple(member_configs(model, group, cfgs) for group, cfgs in zip(groups, configs))
+        if options.state_sharding:
+            configs, members = zip(*(group_states(model, group, cfgs, found)
+                                     for group, cfgs, found in zip(groups, configs, members)))
+        flags = flagged_tensors(model, groups, group_of)
+        nodes = _node_tables(model, groups, configs, members, flags, group_of, progress)
+    with phase(progress, "cost tables: edges", len(model.edges())):
+        edges, cross, crossing, phases = _cross_edge_tables(model, members, flags, group_of, progress)
+    node_mem, node_time, node_transient, known = nodes
+    levels, carriers = fold(edges, phases, crossing, known, group_of, len(groups))
+    (node_mem, node_time, node_transient), edges = expand([node_mem, node_time, node_transient], edges, levels,
+                                                          carriers)
+    problem = CostProblem(tuple(node_mem), tuple(node_time), tuple(edges),
+                          tuple(group.anchor for group in groups), tuple(node_transient))
+    return SearchSpace(groups, configs, members, problem, tuple(cross), flags, levels)
+
+
+def _node_tables(model, groups, configs, members, flags, group_of, progress: Progress):
+    """Per group: memory, time and transient per configuration (flags expanded), and the
+    member inputs' transient terms by edge (search.levels)."""
     inner: list[list] = [[] for _ in groups]          # edges inside a group, or into it from graph inputs
     for edge in model.edges():
         if edge.src_op is None or group_of[edge.src_op] == group_of[edge.dst_op]:
@@ -133,9 +153,17 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
         found = member_inputs(model, group, members[g], len(configs[g]), flags[g], inner[g])
         node_transient.append(np.max(np.stack([inputs.term() for inputs in found.values()]), axis=0))
         known.update(found)
+        progress.advance()
+    return node_mem, node_time, node_transient, known
+
+
+def _cross_edge_tables(model, members, flags, group_of, progress: Progress):
+    """The edges between groups: their cost tables (cached by what they depend on), reuse
+    options, which edges enter each op, and their transient phases."""
     edges, cross, crossing, phases = [], [], {}, {}
     cache: dict[tuple, tuple] = {}
     for k, edge in enumerate(model.edges()):
+        progress.advance()
         if edge.src_op is None:
             continue
         gs, gd = group_of[edge.src_op], group_of[edge.dst_op]
@@ -155,12 +183,7 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
         phases[len(edges)] = transient
         edges.append(EdgeCosts(gs, gd, mem, time, str(edge)))
         cross.append(CrossEdge(k, gs, gd, names))
-    levels, carriers = fold(edges, phases, crossing, known, group_of, len(groups))
-    (node_mem, node_time, node_transient), edges = expand([node_mem, node_time, node_transient], edges, levels,
-                                                          carriers)
-    problem = CostProblem(tuple(node_mem), tuple(node_time), tuple(edges),
-                          tuple(group.anchor for group in groups), tuple(node_transient))
-    return SearchSpace(groups, configs, members, problem, tuple(cross), flags, levels)
+    return edges, cross, crossing, phases
 
 
 def _configurations(model, op_name: str, options: SpaceOptions) -> tuple[Configuration, ...]:

@@ -50,7 +50,9 @@ from stratagem.search.coarsen import Group, coarsen
 from stratagem.search.context import make_plan
 from stratagem.search.ft import FTOptions, frontier_tracking
 from stratagem.search.problem import CostProblem, EdgeCosts
+from stratagem.search.progress import SILENT, Progress, phase
 from stratagem.search.space import member_configs
+from stratagem.search.stopping import fallback_plan
 from stratagem.search.tofu_cost import TofuCost
 from stratagem.space import Configuration, Level, SpaceOptions
 from stratagem.space.enumerate import is_valid
@@ -159,14 +161,17 @@ class Tofu:
         return point.assignment, point.time, len(result.heuristic_fixes)
 
     # ---- the recursion ------------------------------------------------------------------------
-    def run(self, num_workers: int, options: FTOptions = FTOptions(workers=1)) -> "TofuResult":
+    def run(self, num_workers: int, options: FTOptions = FTOptions(workers=1),
+            progress: Progress = SILENT) -> "TofuResult":
         prefix = self.empty_prefix()
         steps = []
-        for parts in factors(num_workers):
-            choices = self.choices(prefix, parts)
-            assignment, cost, fixes = self.solve_step(self.step_problem(choices), options)
-            prefix = tuple(choices.nested[n][k].levels for n, k in enumerate(assignment))
-            steps.append(TofuStep(parts, tuple(choices.dims[n][k] for n, k in enumerate(assignment)), cost, fixes))
+        with phase(progress, "Tofu's recursive steps", len(factors(num_workers))):
+            for parts in factors(num_workers):
+                choices = self.choices(prefix, parts)
+                assignment, cost, fixes = self.solve_step(self.step_problem(choices), options)
+                prefix = tuple(choices.nested[n][k].levels for n, k in enumerate(assignment))
+                steps.append(TofuStep(parts, tuple(choices.dims[n][k] for n, k in enumerate(assignment)), cost, fixes))
+                progress.advance()
         strategy = self.strategy(prefix)
         return TofuResult(strategy, sum(s.step_bytes for s in steps), steps=tuple(steps),
                           nested_bytes=self.cost.total_bytes(strategy, self.nodes_as_ops()))
@@ -219,8 +224,13 @@ class TofuOptions:
 
 
 def tofu(ctx, options: TofuOptions = TofuOptions()) -> Plan:
+    """Tofu's plan, simulated. Stopped by Ctrl-C: data parallel (a prefix of the steps places no
+    op on every device)."""
     began = time.perf_counter()
-    result = Tofu(ctx.model, runnable=options.runnable).run(ctx.num_devices, options.ft)
+    try:
+        result = Tofu(ctx.model, runnable=options.runnable).run(ctx.num_devices, options.ft, ctx.progress)
+    except KeyboardInterrupt:
+        return fallback_plan(ctx, "Tofu's recursive steps")
     elapsed = time.perf_counter() - began
     details = {"tofu_bytes": result.communication_bytes, "nested_bytes": result.nested_bytes,
                "search_time_s": elapsed, "step_dims": [list(s.dims) for s in result.steps],
