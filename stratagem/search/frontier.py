@@ -12,9 +12,9 @@ indexed by its configuration k, an edge's by the pair (k, p)), so every operatio
 whole batches at once: `reduce_rows` reduces each row of a 2-D candidate array independently, and
 `product` builds the candidates of a product by broadcasting. Empty slots hold +inf.
 
-Algorithm 1 per row, vectorized: order the candidates by (memory, time); a candidate survives iff
-its time is strictly below the running minimum of the times before it (`np.minimum.accumulate`);
-survivors are compacted to the front of the row.
+Algorithm 1 per row, compiled (numba, no GIL: FT's threads reduce rows side by side): order the
+candidates by memory; of each group of equal memory the fastest survives iff its time is strictly
+below every earlier group's; survivors are compacted to the front of the row.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 INF = np.inf
 
@@ -41,46 +42,118 @@ def reduce_rows(mem: np.ndarray, time: np.ndarray, resolution: float = 0.0,
     the same relative bucket (`memory_buckets`) count as equal, so each bucket keeps only its
     fastest tuple: an approximation that bounds frontier sizes; 0 is exact. With `max_width`, a
     row with more survivors keeps `max_width` of them spread evenly along it (`_thin`), always the
-    least-memory and the least-time ends: also an approximation, None is exact.
+    least-memory and the least-time ends: also an approximation, None is exact. Ties keep the
+    lowest column: of equal (memory, time) tuples, the first.
     """
-    mem = np.asarray(mem, dtype=np.float64)
-    time = np.asarray(time, dtype=np.float64)
+    mem = np.ascontiguousarray(mem, dtype=np.float64)
+    time = np.ascontiguousarray(time, dtype=np.float64)
     if mem.ndim != 2:
         raise ValueError(f"reduce_rows needs 2-D arrays, got shape {mem.shape}")
     if mem.shape[1] == 0:
         return (np.full((mem.shape[0], 1), INF), np.full((mem.shape[0], 1), INF),
                 np.full((mem.shape[0], 1), -1, dtype=np.int64))
-    key = mem if resolution <= 0 else memory_buckets(mem, resolution)
-    by_time = np.argsort(time, axis=1, kind="stable")
-    by_mem = np.argsort(np.take_along_axis(key, by_time, axis=1), axis=1, kind="stable")
-    order = np.take_along_axis(by_time, by_mem, axis=1)
-    m_sorted = np.take_along_axis(mem, order, axis=1)
-    t_sorted = np.take_along_axis(time, order, axis=1)
-    best_before = np.minimum.accumulate(t_sorted, axis=1)
-    keep = np.isfinite(t_sorted) & np.isfinite(m_sorted)
-    keep[:, 1:] &= t_sorted[:, 1:] < best_before[:, :-1]
-    if max_width is not None and keep.sum(axis=1).max() > max_width:
-        keep = _thin(keep, max_width)
-    width = max(1, int(keep.sum(axis=1).max()))
-    front = np.argsort(~keep, axis=1, kind="stable")[:, :width]
-    kept = np.take_along_axis(keep, front, axis=1)
-    out_m = np.where(kept, np.take_along_axis(m_sorted, front, axis=1), INF)
-    out_t = np.where(kept, np.take_along_axis(t_sorted, front, axis=1), INF)
-    out_src = np.where(kept, np.take_along_axis(order, front, axis=1), -1)
-    return out_m, out_t, out_src
+    key = mem if resolution <= 0 else np.ascontiguousarray(memory_buckets(mem, resolution))
+    kept, counts = _survivors(key, mem, time, -1 if max_width is None else int(max_width))
+    width = max(1, int(counts.max()))
+    src = kept[:, :width]
+    valid = src >= 0
+    rows = np.arange(mem.shape[0])[:, None]
+    safe = np.where(valid, src, 0)
+    return (np.where(valid, mem[rows, safe], INF), np.where(valid, time[rows, safe], INF),
+            np.where(valid, src, -1))
 
 
-def _thin(keep: np.ndarray, width: int) -> np.ndarray:
-    """Per row, keep the first survivor of each of `width` - 1 equal rank buckets, and the last."""
-    count = keep.sum(axis=1, keepdims=True)
-    rank = np.cumsum(keep, axis=1) - 1
-    span = np.maximum(count - 1, 1)
-    bucket = (rank * (width - 1)) // span
-    previous = np.concatenate([np.full((keep.shape[0], 1), -1), bucket[:, :-1]], axis=1)
-    first_in_bucket = keep & ((bucket != previous) | (rank == 0))
-    last = keep & (rank == count - 1)
-    thinned = first_in_bucket | last
-    return np.where(count > width, thinned, keep)
+@njit(cache=True, nogil=True)
+def _survivors(key, mem, time, max_width):  # pragma: no cover - compiled
+    """Per row, the columns of its frontier in key order, thinned to max_width (-1: no limit),
+    padded with -1; and each row's count. Algorithm 1 by groups of equal key: a group's fastest
+    tuple (lowest column on a tie) survives iff its time is below every earlier group's, and both
+    its memory and time are finite. Only the row's candidates are sorted: columns no sample
+    column beats (`_candidates`)."""
+    rows, n = key.shape
+    kept = np.full((rows, n if max_width < 0 else min(n, max(max_width, 2))), -1, dtype=np.int64)
+    counts = np.zeros(rows, dtype=np.int64)
+    front = np.empty(n, dtype=np.int64)
+    for r in range(rows):
+        candidates = _candidates(mem[r], time[r])
+        order = candidates[np.argsort(key[r][candidates], kind="mergesort")]
+        best, c, i, m = np.inf, 0, 0, len(order)
+        while i < m:
+            group = key[r, order[i]]
+            fastest, column = np.inf, -1
+            while i < m and key[r, order[i]] == group:
+                if time[r, order[i]] < fastest:
+                    fastest, column = time[r, order[i]], order[i]
+                i += 1
+            if column >= 0 and fastest < best and np.isfinite(mem[r, column]):
+                front[c] = column
+                c += 1
+            best = min(best, fastest)
+            if not group < np.inf:        # +inf (or nan) keys sort last: nothing after survives
+                break
+        c = _thin(front, c, max_width)
+        kept[r, :c] = front[:c]
+        counts[r] = c
+    return kept, counts
+
+
+@njit(cache=True, nogil=True)
+def _candidates(mem, time):  # pragma: no cover - compiled
+    """The columns, in order, that no sample column beats: column j is dropped when some sampled
+    s has mem[s] <= mem[j] and time[s] < time[j]. Exact for any tie rule and any memory buckets
+    monotone in memory: s, or a faster tuple of s's group, comes first and is faster than j. The
+    sample is every (n / 64)-th column and the fastest one, as a staircase (its frontier, memory
+    ascending); most columns lie at or above the fastest sample's memory and take one comparison."""
+    n = len(mem)
+    step = max(1, n // 64)
+    sample = np.empty(n // step + 2, dtype=np.int64)
+    k = 0
+    for j in range(0, n, step):
+        sample[k] = j
+        k += 1
+    sample[k] = np.argmin(time)
+    k += 1
+    sample = sample[:k]
+    sample = sample[np.argsort(mem[sample])]
+    stair_mem = np.empty(k)
+    stair_time = np.empty(k)
+    steps, least = 0, np.inf
+    for i in range(k):                       # the sample's staircase: its own frontier
+        if time[sample[i]] < least:
+            least = time[sample[i]]
+            stair_mem[steps], stair_time[steps] = mem[sample[i]], least
+            steps += 1
+    out = np.empty(n, dtype=np.int64)
+    c = 0
+    for j in range(n):
+        if steps and mem[j] >= stair_mem[steps - 1]:         # at or above the fastest sample
+            if stair_time[steps - 1] < time[j]:
+                continue
+        else:
+            at = np.searchsorted(stair_mem[:steps], mem[j], side="right") - 1
+            if at >= 0 and stair_time[at] < time[j]:
+                continue
+        out[c] = j
+        c += 1
+    return out[:c]
+
+
+@njit(cache=True, nogil=True)
+def _thin(row, count, width):  # pragma: no cover - compiled
+    """Keep, of `count` survivors at the front of `row`, the first of each of `width` - 1 equal
+    rank buckets and the last (when there are more than `width`); compact them; their number."""
+    if width < 0 or count <= width:
+        return count
+    span = max(count - 1, 1)
+    c, previous = 0, -1
+    for rank in range(count):
+        bucket = (rank * (width - 1)) // span
+        if rank == 0 or bucket != previous or rank == count - 1:
+            row[c] = row[rank]
+            c += 1
+        previous = bucket
+    row[c:count] = -1
+    return c
 
 
 @dataclass(frozen=True)

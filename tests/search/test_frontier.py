@@ -39,3 +39,45 @@ def test_resolution_keeps_one_tuple_per_memory_bucket():
     coarse = reduce_rows(mem, time, resolution=0.01)
     assert np.isfinite(exact).sum() == 3
     assert list(coarse[1][0][np.isfinite(coarse[1][0])]) == [4.0, 1.0]
+
+
+def _reference(mem, time, resolution=0.0, max_width=None):
+    """Algorithm 1 by sorting whole rows (the vectorized form reduce_rows had before it was
+    compiled): order by (key, time, column), keep a tuple iff its time is below every earlier one."""
+    key = mem if resolution <= 0 else memory_buckets(mem, resolution)
+    by_time = np.argsort(time, axis=1, kind="stable")
+    order = np.take_along_axis(by_time, np.argsort(np.take_along_axis(key, by_time, axis=1), axis=1,
+                                                   kind="stable"), axis=1)
+    m_sorted, t_sorted = np.take_along_axis(mem, order, axis=1), np.take_along_axis(time, order, axis=1)
+    keep = np.isfinite(t_sorted) & np.isfinite(m_sorted)
+    keep[:, 1:] &= t_sorted[:, 1:] < np.minimum.accumulate(t_sorted, axis=1)[:, :-1]
+    rows = []
+    for r in range(mem.shape[0]):
+        columns = list(order[r][keep[r]])
+        if max_width is not None and len(columns) > max_width:
+            span = max(len(columns) - 1, 1)
+            buckets = [(rank * (max_width - 1)) // span for rank in range(len(columns))]
+            columns = [c for rank, c in enumerate(columns)
+                       if rank == 0 or buckets[rank] != buckets[rank - 1] or rank == len(columns) - 1]
+        rows.append(columns)
+    return rows
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 300), st.sampled_from([0.0, 0.05, 0.5]),
+       st.sampled_from([None, 1, 2, 3, 16]), st.integers(0, 2**31 - 1), st.sampled_from([3, 50, 10**6]))
+def test_reduce_rows_keeps_what_sorting_whole_rows_keeps(rows, n, resolution, max_width, seed, values):
+    """Columns, order, ties (the lowest column of equal tuples) and thinning as Algorithm 1 over
+    whole sorted rows, on rows with many ties (few distinct values) or none, and infinities."""
+    rng = np.random.default_rng(seed)
+    mem = rng.integers(0, values, (rows, n)).astype(float)
+    time = rng.integers(0, values, (rows, n)).astype(float)
+    mem[rng.random((rows, n)) < 0.1] = np.inf
+    time[rng.random((rows, n)) < 0.1] = np.inf
+    m, t, src = reduce_rows(mem, time, resolution, max_width)
+    expected = _reference(mem, time, resolution, max_width)
+    assert src.shape[1] == max(1, max(len(e) for e in expected))
+    for r, columns in enumerate(expected):
+        assert list(src[r][src[r] >= 0]) == columns and all(src[r][len(columns):] == -1)
+        assert list(m[r][:len(columns)]) == list(mem[r][columns]) and np.all(np.isinf(m[r][len(columns):]))
+        assert list(t[r][:len(columns)]) == list(time[r][columns])
