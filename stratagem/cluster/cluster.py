@@ -12,7 +12,7 @@ that flows put on the links of their routes, the busiest link, the slowest route
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -22,7 +22,8 @@ from stratagem.cluster.collectives import (
 )
 from stratagem.cluster.comm_table import CommTable, Groups, normalize_groups
 from stratagem.cluster.patterns import MAX_SEARCH_DEVICES, search_channels
-from stratagem.cluster.routes import LinkTable, RouteTable
+from stratagem.cluster.lazy import LazySequence
+from stratagem.cluster.routes import RouteTable
 from stratagem.cluster.spec import ClusterSpec
 from stratagem.cluster.topology import REFERENCE_BYTES, Device, Link, Node, NodeTemplate
 from stratagem.cluster.usage import LinkUsage, link_usage
@@ -39,9 +40,9 @@ class Cluster:
         self._template = NodeTemplate(spec)
         self.routes = RouteTable(spec, self._template)
         self._rails = self.routes.switches.rails
-        self.devices: Sequence[Device] = _Devices(spec)
-        self.nodes: Sequence[Node] = _Nodes(spec)
-        self.links: Sequence[Link] = LinkTable(self.routes)
+        self.devices: Sequence[Device] = LazySequence(spec.num_devices, lambda d: _device(spec, d), "device")
+        self.nodes: Sequence[Node] = LazySequence(spec.num_nodes, lambda n: _node(spec, n), "node")
+        self.links: Sequence[Link] = LazySequence(self.routes.num_links, self.routes.link, "link")
         self._route_cache: dict[tuple[int, int], tuple[int, ...]] = {}
         self._weights: dict[tuple[int, int], float] = {}
         self._channels: dict[tuple[int, ...], Channels] = {}
@@ -257,45 +258,13 @@ def _valid_groups(groups: Groups, num_devices: int) -> bool:
     return bool(devices.min() >= 0 and devices.max() < num_devices and len(np.unique(devices)) == len(devices))
 
 
-class _Devices(Sequence):
-    """`cluster.devices`: device d is node d // per, local rank d % per, made when read."""
-
-    def __init__(self, spec: ClusterSpec):
-        self._spec = spec
-
-    def __len__(self) -> int:
-        return self._spec.num_devices
-
-    def __getitem__(self, d):
-        if isinstance(d, slice):
-            return tuple(self[i] for i in range(*d.indices(len(self))))
-        d = d + len(self) if d < 0 else d
-        if not 0 <= d < len(self):
-            raise IndexError(f"device {d} of {len(self)}")
-        node, local = divmod(d, self._spec.devices_per_node)
-        return Device(d, node, local, self._spec.device)
-
-    def __iter__(self) -> Iterator[Device]:
-        return (self[d] for d in range(len(self)))
+def _device(spec: ClusterSpec, d: int) -> Device:
+    """Device d: node d // per, local rank d % per."""
+    node, local = divmod(d, spec.devices_per_node)
+    return Device(d, node, local, spec.device)
 
 
-class _Nodes(Sequence):
-    """`cluster.nodes`: node n holds devices n * per .. (n + 1) * per - 1, made when read."""
-
-    def __init__(self, spec: ClusterSpec):
-        self._spec = spec
-
-    def __len__(self) -> int:
-        return self._spec.num_nodes
-
-    def __getitem__(self, n):
-        if isinstance(n, slice):
-            return tuple(self[i] for i in range(*n.indices(len(self))))
-        n = n + len(self) if n < 0 else n
-        if not 0 <= n < len(self):
-            raise IndexError(f"node {n} of {len(self)}")
-        per = self._spec.devices_per_node
-        return Node(n, tuple(range(n * per, (n + 1) * per)))
-
-    def __iter__(self) -> Iterator[Node]:
-        return (self[n] for n in range(len(self)))
+def _node(spec: ClusterSpec, n: int) -> Node:
+    """Node n: devices n * per .. (n + 1) * per - 1."""
+    per = spec.devices_per_node
+    return Node(n, tuple(range(n * per, (n + 1) * per)))

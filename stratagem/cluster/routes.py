@@ -16,12 +16,12 @@ between leaves every rail climbs as high, so each end takes its best NIC.
 
 Rows are padded with -1 (`PAD`); a route's links are its row's entries >= 0, in order. Per-link
 bandwidth and latency come from the template (node links: id mod links_per_node) and the switch
-tree (fabric links), so no object exists per link: `LinkTable` makes a `Link` when one is read.
+tree (fabric links), so no object exists per link: `link(i)` makes a `Link` when one is read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -250,23 +250,3 @@ def _widen(paths: np.ndarray, width: int) -> np.ndarray:
     if paths.shape[1] >= width:
         return paths.copy()
     return np.concatenate([paths, np.full((len(paths), width - paths.shape[1]), PAD, dtype=np.int64)], axis=1)
-
-
-class LinkTable(Sequence):
-    """`cluster.links`: every directed link by id, each `Link` made when it is read."""
-
-    def __init__(self, routes: RouteTable):
-        self._routes = routes
-
-    def __len__(self) -> int:
-        return self._routes.num_links
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return tuple(self[j] for j in range(*i.indices(len(self))))
-        if i < 0:
-            i += len(self)
-        return self._routes.link(i)
-
-    def __iter__(self) -> Iterator[Link]:
-        return (self._routes.link(i) for i in range(len(self)))
