@@ -111,12 +111,9 @@ class _State:
         self.nodes: dict[int, Table] = {i: NodeLeaf(i, problem.node_mem[i], problem.node_time[i])
                                          for i in range(problem.num_nodes)}
         self.edges: dict[tuple[int, int], list[Table]] = {}
+        self.adjacent: dict[int, dict[int, None]] = {i: {} for i in range(problem.num_nodes)}
         for e, costs in enumerate(problem.edges):
-            table: Table = EdgeLeaf(e, costs.mem, costs.time)
-            a, b = costs.src, costs.dst
-            if a > b:
-                table, a, b = Transposed(table), b, a
-            self.edges.setdefault((a, b), []).append(table)
+            self.add_edge(costs.src, costs.dst, EdgeLeaf(e, costs.mem, costs.time))
         self.chains: list[list[int]] = []
         self.constants: list[Table] = []
         self.fixes: list[HeuristicFix] = []
@@ -128,7 +125,9 @@ class _State:
         return self.nodes[i].index_shape[0]
 
     def neighbors(self, i: int) -> set[int]:
-        return {b if a == i else a for (a, b) in self.edges if i in (a, b)}
+        """The nodes an edge joins to i (`adjacent` keeps, per node, its edges' other ends in the
+        order their keys entered `edges`, so the set is built as a scan of `edges` would build it)."""
+        return {j for j in self.adjacent.get(i, ())}   # noqa: C416 - one by one, as the scan grew it
 
     def newly_eliminated(self) -> int:
         """Nodes eliminated since the last call (a branch elimination merges two nodes into one)."""
@@ -161,12 +160,16 @@ class _State:
     def add_edge(self, a: int, b: int, table: Table) -> None:
         if a > b:
             table, a, b = Transposed(table), b, a
+        if (a, b) not in self.edges:
+            self.adjacent.setdefault(a, {})[b] = None
+            self.adjacent.setdefault(b, {})[a] = None
         self.edges.setdefault((a, b), []).append(table)
 
     def remove_node(self, i: int) -> None:
         del self.nodes[i]
-        for key in [k for k in self.edges if i in k]:
-            del self.edges[key]
+        for j in self.adjacent.pop(i, {}):
+            del self.edges[(min(i, j), max(i, j))]
+            self.adjacent.get(j, {}).pop(i, None)
 
     # ---- marking ------------------------------------------------------------------------------
     def extend_marks(self) -> None:
