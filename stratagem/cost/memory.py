@@ -22,15 +22,17 @@ Capture records no `saved` for an op whose record says the runtime runs one fuse
 what `saves` says (`fused_saves`: attention), where capture traced a decomposed reference.
 What a kernel keeps that is neither an input nor the output (`kept_inside_bytes`: cross-entropy's
 log-probabilities, RMSNorm's normalized input) is the record's `keeps_inside` (multiples of its
-first input's local bytes, some only when an optional input is given), kept from its forward until its backward as the saved tensors are.
+first input's local bytes, some only when an optional input is given), kept from its forward
+until its backward as the saved tensors are.
 
 Which op outputs share their input's storage (PyTorch views: transpose, permute, expand, squeeze,
 slicing, a reshape of a contiguous tensor) is the op's record too (its `view`, tdl.trace.VIEWS):
 `viewed_input` says which input a view aliases. A reshape (flatten, unflatten) of a non-contiguous
 input copies in PyTorch; an input made by a "strided" view (transpose, permute, expand) is taken as
 non-contiguous, unless it undoes its input's own order (`memory_order`: a decoder's attention
-output lies as its transposed query, [B, L, H, E], and transposing it back is contiguous). The simulator gives a view no buffer of its own (it keeps the buffer it reads alive
-for the view's readers); the transient memory (cost.transient) gives it none either.
+output lies as its transposed query, [B, L, H, E], and transposing it back is contiguous). The
+simulator gives a view no buffer of its own (it keeps the buffer it reads alive for the view's
+readers); the transient memory (cost.transient) gives it none either.
 """
 
 from __future__ import annotations
