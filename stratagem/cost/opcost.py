@@ -251,15 +251,16 @@ def _memory(model, op, inputs: list[TensorLayout], output: TensorLayout, shards:
         elements = inputs[i].local_num_elements(spec.shape) / shards[i]
         optimizer += elements * model.optimizer.state_bytes_per_element(held_itemsize(model, spec))
     saved = saved_tensors(graph, op)
-    inside = 0.0 if recomputed else kept_inside(graph, op, inputs)
+    inside = 0.0 if recomputed or not inputs else kept_inside(graph, op, inputs[0])
     activation = sum(_local_bytes(graph, t, output if t in op.outputs else inputs[op.inputs.index(t)])
                      for t in saved) + copies.kept_bytes + inside
     temporary = sum(_local_bytes(graph, t, output) for t in op.outputs if t not in saved)
     return MemoryCost(parameter, gradient, optimizer, activation, temporary, inside)
 
 
-def kept_inside(graph, op, inputs: list[TensorLayout]) -> float:
-    """What `op`'s kernel keeps for backward besides its saved tensors, under its input layouts."""
-    if not op.inputs:
+def kept_inside(graph, op, first_input: TensorLayout | None) -> float:
+    """What `op`'s kernel keeps for backward besides its saved tensors, its first input laid out
+    as `first_input`."""
+    if first_input is None:
         return 0.0
-    return kept_inside_bytes(graph, op, inputs[0].local_num_elements(graph.tensors[op.inputs[0]].shape))
+    return kept_inside_bytes(graph, op, first_input.local_num_elements(graph.tensors[op.inputs[0]].shape))

@@ -108,8 +108,8 @@ def run_task(task: dict[str, Any], out: Path, where: dict[str, Any], meshes=None
     op_times = _op_timed_steps(task, model, optimizer, spec, start + task["steps"], device, where)
     if task.get("save_checkpoint"):
         checkpoint.save(model, optimizer, task["save_checkpoint"], start + task["steps"])
-    task = {**task, "memory_step": measured - start if peak is not None else None}
-    _write_results(task, out, plan, model, losses, times, peak, gradients, op_times)
+    _write_results(task, out, plan, model, losses, times, peak, gradients, op_times,
+                   measured - start if peak is not None else None)
 
 
 def shard_of(model, inputs) -> tuple:
@@ -178,7 +178,8 @@ def _sync() -> None:
         torch.cuda.synchronize()
 
 
-def _write_results(task, out: Path, plan: Plan, model, losses, times, peak, gradients, op_times=None) -> None:
+def _write_results(task, out: Path, plan: Plan, model, losses, times, peak, gradients, op_times=None,
+                   memory_step: int | None = None) -> None:
     from stratagem.runtime.training import whole
     slowest = torch.tensor(times, dtype=torch.float64)
     dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
@@ -197,7 +198,7 @@ def _write_results(task, out: Path, plan: Plan, model, losses, times, peak, grad
     atomic_write_json(out / f"{task['name']}.json", {
         "task": task["name"], "plan": task["plan"], "world_size": dist.get_world_size(),
         "losses": losses, "step_times_s": slowest.tolist(), "warmup": task.get("warmup", 1),
-        "memory_step": task.get("memory_step"),
+        "memory_step": memory_step,
         "peak_memory": peaks, "predicted_iteration_time_s": plan.iteration_time_s,
         "predicted_peak_memory_bytes": plan.peak_memory_bytes,
         "predicted_peak_memory_per_device": plan.details.get("peak_memory_per_device"),

@@ -128,7 +128,7 @@ def _recomputed_buffers(state: SimState, name: str, i: int, d: int) -> list[Buff
     if last in state.op_tasks and d in state.strategy[last].devices:
         start = state.op_tasks[last]["B"][state.strategy[last].devices.index(d)]
     found = []
-    inside = kept_inside(graph, op, [state.model.input_layout(name, config, k) for k in range(len(op.inputs))])
+    inside = kept_inside(graph, op, state.model.input_layout(name, config, 0) if op.inputs else None)
     if inside:
         found.append(Buffer(d, inside, start, (state.op_tasks[name]["B"][i],)))
     for t in saved:

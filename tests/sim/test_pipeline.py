@@ -32,12 +32,18 @@ def pipeline_strategy(micro_batches: int, stages: int, schedule: str = "1f1b", t
     return context(graph, CLUSTER, DEVICES), Strategy(staged(graph, pipe, DEVICES, per_stage), pipeline=pipe)
 
 
+def simulated(micro_batches: int, stages: int, schedule: str = "1f1b", tensor: bool = False):
+    """pipeline_strategy's plan, and its simulation after a full run."""
+    ctx, strategy = pipeline_strategy(micro_batches, stages, schedule, tensor)
+    simulation = PipelineSimulation(ctx.model, strategy)
+    simulation.run()
+    return ctx, strategy, simulation
+
+
 @pytest.mark.parametrize("stages", [2, 4])
 @pytest.mark.parametrize("tensor", [False, True])
 def test_one_micro_batch_with_free_cuts_is_the_task_graphs_timeline(stages, tensor):
-    ctx, strategy = pipeline_strategy(1, stages, tensor=tensor)
-    simulation = PipelineSimulation(ctx.model, strategy)
-    simulation.run()
+    ctx, strategy, simulation = simulated(1, stages, tensor=tensor)
     times = simulation.stage_times()
     free = [replace(t, send_s=0.0, send_back_s=0.0) for t in times]
     run = run_schedule(free, 1, "1f1b")
@@ -50,9 +56,7 @@ def test_one_micro_batch_with_free_cuts_is_the_task_graphs_timeline(stages, tens
 
 
 def test_delta_simulation_equals_full():
-    ctx, strategy = pipeline_strategy(2, 2)
-    simulation = PipelineSimulation(ctx.model, strategy)
-    simulation.run()
+    ctx, strategy, simulation = simulated(2, 2)
     graph = ctx.graph
     second = stage_ops(graph, strategy.pipeline)[1]
     for op in (second[3], second[-2], stage_ops(graph, strategy.pipeline)[0][5]):
@@ -66,9 +70,7 @@ def test_delta_simulation_equals_full():
 
 
 def test_a_change_may_not_leave_its_stage():
-    ctx, strategy = pipeline_strategy(2, 2)
-    simulation = PipelineSimulation(ctx.model, strategy)
-    simulation.run()
+    ctx, strategy, simulation = simulated(2, 2)
     op = stage_ops(ctx.graph, strategy.pipeline)[0][4]
     with pytest.raises(ValueError, match="stage's devices"):
         simulation.change(op, Configuration((), DEVICES - 1))
@@ -94,9 +96,7 @@ def test_memory_grows_with_the_micro_batches_a_stage_holds():
 def test_more_micro_batches_shrink_the_bubble():
     times = {}
     for m in (2, 8):
-        ctx, strategy = pipeline_strategy(m, 2)
-        simulation = PipelineSimulation(ctx.model, strategy)
-        simulation.run()
+        ctx, strategy, simulation = simulated(m, 2)
         times[m] = max(simulation.schedule_run.idle_fraction(s) for s in range(2))
     assert times[8] < times[2]
 
@@ -110,9 +110,7 @@ def test_open_simulation_picks_the_pipeline_only_for_stages():
 def test_each_step_syncs_and_updates_once_whatever_the_micro_batches():
     tails = {}
     for m in (2, 4):
-        ctx, strategy = pipeline_strategy(m, 2)
-        simulation = PipelineSimulation(ctx.model, strategy)
-        simulation.run()
+        ctx, strategy, simulation = simulated(m, 2)
         tails[m] = [t.tail_s for t in simulation.stage_times()]
         expected = []
         for block in strategy.pipeline.stage_devices(DEVICES):
