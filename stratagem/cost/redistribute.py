@@ -21,6 +21,8 @@ One step changes the placement on one axis x (the others stay), as in PyTorch's
 x at once, so it is priced as a concurrent collective (`price(kind, n, groups)`, contention
 included). `plan_redistribution` runs Dijkstra from the source state to the target over these
 transitions (`next_states`); ties go to fewer steps, then to the order transitions are generated.
+Dijkstra runs to the end once per source (`shortest_paths`): the path it settles for a state is the
+one a search that stopped there would return, so one run answers every target from that source.
 """
 
 from __future__ import annotations
@@ -92,28 +94,50 @@ def next_states(state: State, mesh: tuple[int, ...], rank: int, full_bytes: floa
                 yield (*head, partial, *tail), None, x, 0.0                             # 6
 
 
+@dataclass(frozen=True)
+class Paths:
+    """Dijkstra's tree from one source state on one mesh: per state reached, (time, linked path)."""
+    start: State
+    mesh: tuple[int, ...]
+    full_bytes: float
+    groups: tuple
+    prices: dict
+    reached: dict
+
+    def to(self, target: State) -> Redistribution:
+        found = self.reached.get(target)
+        if found is None:
+            raise AssertionError(f"no re-scheduling path from {self.start} to {target}")  # every state reaches R*
+        time_s, path = found
+        return _result(self.start, _unlinked(path), time_s, self.mesh, self.full_bytes, self.groups, self.prices)
+
+
 def plan_redistribution(src: TensorLayout, dst: TensorLayout, shape: tuple[int, ...], itemsize: int,
                         price: Price, native_all_to_all: bool = True) -> Redistribution:
-    """Cheapest path from src's placements to dst's on their (common, regular) mesh. A heap
-    entry's path is a linked list (previous path, transition), built into steps at the end."""
+    """Cheapest path from src's placements to dst's on their (common, regular) mesh."""
+    partial_target = any(isinstance(p, Partial) for p in dst.placements)
+    return shortest_paths(src, shape, itemsize, price, partial_target, native_all_to_all).to(dst.placements)
+
+
+def shortest_paths(src: TensorLayout, shape: tuple[int, ...], itemsize: int, price: Price,
+                   partial_target: bool, native_all_to_all: bool = True) -> Paths:
+    """Cheapest paths from src's placements to every state (states with a Partial placement only
+    when `partial_target`: case 6 runs only toward such a target). A heap entry's path is a linked
+    list (previous path, transition), built into steps for the target asked (`Paths.to`)."""
     mesh, rank = src.mesh_shape, len(shape)
     full = float(math.prod(shape) * itemsize)
-    target = dst.placements
-    partial_target = any(isinstance(p, Partial) for p in target)
-    groups = [src.axis_groups((x,)) for x in range(len(mesh))]
+    groups = tuple(src.axis_groups((x,)) for x in range(len(mesh)))
     prices: dict[tuple, float] = {}
     counter = 0
     heap: list = [(0.0, 0, counter, src.placements, None)]
-    done: set[State] = set()
+    reached: dict[State, tuple[float, tuple | None]] = {}
     while heap:
         cost, hops, _, state, path = heapq.heappop(heap)
-        if state == target:
-            return _result(src.placements, _unlinked(path), cost, mesh, full, groups, prices)
-        if state in done:
+        if state in reached:
             continue
-        done.add(state)
+        reached[state] = (cost, path)
         for t in next_states(state, mesh, rank, full, partial_target, native_all_to_all):
-            if t[0] in done:
+            if t[0] in reached:
                 continue
             step_s = 0.0
             if t[1] is not None:
@@ -123,7 +147,7 @@ def plan_redistribution(src: TensorLayout, dst: TensorLayout, shape: tuple[int, 
                     step_s = prices[key] = price(t[1], t[3], groups[t[2]])
             counter += 1
             heapq.heappush(heap, (cost + step_s, hops + 1, counter, t[0], (path, t)))
-    raise AssertionError(f"no re-scheduling path from {src} to {dst}")   # every state reaches R*
+    return Paths(src.placements, mesh, full, groups, prices, reached)
 
 
 def _unlinked(path) -> list[Transition]:

@@ -6,7 +6,9 @@
     otherwise (other devices, no common      -> point-to-point transfers of region intersections
     refinement, irregular placements)           (p2p)
 
-Plans are cached per (shape, itemsize, source layout, target layout).
+Plans are cached per (shape, itemsize, source layout, target layout), and the collective state
+machine's shortest paths per (shape, itemsize, refined source layout, whether the target is
+partial): one Dijkstra run serves every target from a source.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from __future__ import annotations
 from stratagem.cluster import Cluster
 from stratagem.space.tensor_layout import TensorLayout, refine
 from stratagem.cost.p2p import plan_p2p
-from stratagem.cost.redistribute import Price, Redistribution, plan_redistribution
+from stratagem.cost.redistribute import Paths, Price, Redistribution, shortest_paths
+from stratagem.space import Partial
 
 Key = tuple[tuple[int, ...], int, TensorLayout, TensorLayout]
 
@@ -24,6 +27,7 @@ class Rescheduler:
         self.cluster = cluster
         self.price = price
         self._plans: dict[Key, Redistribution] = {}
+        self._paths: dict[tuple, Paths] = {}
 
     def plan(self, shape: tuple[int, ...], itemsize: int, src: TensorLayout, dst: TensorLayout
              ) -> Redistribution:
@@ -40,6 +44,12 @@ class Rescheduler:
             return Redistribution((), (src.placements,), 0.0, local)
         common = refine(src, dst) if src.is_regular and dst.is_regular else None
         if common is not None:
-            return plan_redistribution(common[0], common[1], shape, itemsize, self.price,
-                                       self.cluster.spec.native_all_to_all)
+            source, target = common
+            partial = any(isinstance(p, Partial) for p in target.placements)
+            key = (shape, itemsize, source, partial)
+            paths = self._paths.get(key)
+            if paths is None:
+                paths = self._paths[key] = shortest_paths(source, shape, itemsize, self.price, partial,
+                                                          self.cluster.spec.native_all_to_all)
+            return paths.to(target.placements)
         return plan_p2p(src, dst, shape, itemsize, self.cluster)

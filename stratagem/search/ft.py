@@ -43,7 +43,7 @@ import numpy as np
 from stratagem.search.problem import CostProblem
 from stratagem.search.progress import SILENT, Progress, phase
 from stratagem.search.tables import (
-    Combined, EdgeLeaf, NodeLeaf, Reindexed, Table, Term, Transposed, combine, unroll,
+    Combined, EdgeLeaf, Memo, NodeLeaf, Reindexed, Table, Term, Transposed, combine, digest, unroll,
 )
 
 O0, O1 = ("o", 0), ("o", 1)
@@ -100,13 +100,17 @@ class Flattened(Table):
         self.inner = ki
         self.mem, self.time = child.mem.reshape(kh * ki, width), child.time.reshape(kh * ki, width)
 
+    @property
+    def key(self) -> bytes:
+        return digest("flattened", self.child.key)
+
     def expand(self, index, slot):
         yield (self.child, divmod(index[0], self.inner), slot)
 
 
 class _State:
     def __init__(self, problem: CostProblem, options: FTOptions, executor,
-                 prefer: tuple[int, ...] | None = None):
+                 prefer: tuple[int, ...] | None = None, memo: Memo | None = None):
         self.problem, self.options, self.executor, self.prefer = problem, options, executor, prefer
         self.nodes: dict[int, Table] = {i: NodeLeaf(i, problem.node_mem[i], problem.node_time[i])
                                          for i in range(problem.num_nodes)}
@@ -119,6 +123,14 @@ class _State:
         self.fixes: list[HeuristicFix] = []
         self.counts = {"edge": 0, "node": 0, "leaf": 0, "branch": 0, "heuristic": 0}
         self.left = problem.num_nodes           # nodes not yet reported eliminated (`newly_eliminated`)
+        self.memo = Memo() if memo is None else memo   # repeated layers reduce once (tables.Memo)
+
+    def combine(self, terms: list[Term], out_sizes: tuple[int, ...], k_size: int | None = None,
+                threads: bool = True) -> Table:
+        """tables.combine with this run's limits and memo."""
+        return combine(terms, out_sizes, k_size, executor=self.executor if threads else None,
+                       resolution=self.options.memory_resolution, max_width=self.options.max_width,
+                       memo=self.memo)
 
     # ---- graph views --------------------------------------------------------------------------
     def size(self, i: int) -> int:
@@ -151,9 +163,7 @@ class _State:
         sizes = tables[0].index_shape
         merged = tables[0]
         for other in tables[1:]:
-            merged = combine([Term(merged, (O0, O1)), Term(other, (O0, O1))], sizes,
-                             executor=self.executor, resolution=self.options.memory_resolution,
-                         max_width=self.options.max_width)
+            merged = self.combine([Term(merged, (O0, O1)), Term(other, (O0, O1))], sizes)
             self.counts["edge"] += 1
         self.edges[key] = [merged]
 
@@ -249,29 +259,23 @@ class _State:
         return False
 
     def _isolated(self, i: int) -> None:
-        self.constants.append(combine([Term(self.nodes[i], ("k",))], (), self.size(i),
-                                      resolution=self.options.memory_resolution,
-                         max_width=self.options.max_width))
+        self.constants.append(self.combine([Term(self.nodes[i], ("k",))], (), self.size(i), threads=False))
         self.remove_node(i)
         self.counts["leaf"] += 1
 
     def _leaf(self, i: int, j: int) -> None:
-        folded = combine([Term(self.nodes[i], (O1,)), Term(self.edge(i, j), (O1, O0))],
-                         (self.size(j), self.size(i)), executor=self.executor, resolution=self.options.memory_resolution,
-                         max_width=self.options.max_width)
-        self.nodes[j] = combine([Term(self.nodes[j], (O0,)), Term(folded, (O0, "k"))],
-                                (self.size(j),), self.size(i), executor=self.executor, resolution=self.options.memory_resolution,
-                         max_width=self.options.max_width)
+        folded = self.combine([Term(self.nodes[i], (O1,)), Term(self.edge(i, j), (O1, O0))],
+                              (self.size(j), self.size(i)))
+        self.nodes[j] = self.combine([Term(self.nodes[j], (O0,)), Term(folded, (O0, "k"))],
+                                     (self.size(j),), self.size(i))
         self.remove_node(i)
         self.counts["leaf"] += 1
 
     def _node(self, i: int, h: int, j: int) -> None:
-        inner = combine([Term(self.nodes[i], (O0,)), Term(self.edge(i, j), (O0, O1))],
-                        (self.size(i), self.size(j)), executor=self.executor, resolution=self.options.memory_resolution,
-                         max_width=self.options.max_width)
-        table = combine([Term(self.edge(h, i), (O0, "k")), Term(inner, ("k", O1))],
-                        (self.size(h), self.size(j)), self.size(i), executor=self.executor, resolution=self.options.memory_resolution,
-                         max_width=self.options.max_width)
+        inner = self.combine([Term(self.nodes[i], (O0,)), Term(self.edge(i, j), (O0, O1))],
+                             (self.size(i), self.size(j)))
+        table = self.combine([Term(self.edge(h, i), (O0, "k")), Term(inner, ("k", O1))],
+                             (self.size(h), self.size(j)), self.size(i))
         self.remove_node(i)
         self.add_edge(h, j, table)
         self.counts["node"] += 1
@@ -295,9 +299,8 @@ class _State:
     def _branch(self, i: int, h: int) -> None:
         """Merge node i into h: h's configurations become pairs (p, k)."""
         ki, kh = self.size(i), self.size(h)
-        pair = combine([Term(self.nodes[h], (O0,)), Term(self.nodes[i], (O1,)),
-                        Term(self.edge(h, i), (O0, O1))], (kh, ki), executor=self.executor, resolution=self.options.memory_resolution,
-                         max_width=self.options.max_width)
+        pair = self.combine([Term(self.nodes[h], (O0,)), Term(self.nodes[i], (O1,)),
+                             Term(self.edge(h, i), (O0, O1))], (kh, ki))
         outer, inner = np.repeat(np.arange(kh), ki), np.tile(np.arange(ki), kh)
         moved = []
         for x in self.neighbors(h) - {i}:
@@ -333,12 +336,9 @@ class _State:
         config, reason = self._pick_config(i)
         reason = f"{why}; {reason}" if why else reason
         for x in self.neighbors(i):
-            self.nodes[x] = combine([Term(self.nodes[x], (O0,)), Term(self.edge(x, i), (O0, config))],
-                                    (self.size(x),), executor=self.executor, resolution=self.options.memory_resolution,
-                         max_width=self.options.max_width)
-        self.constants.append(combine([Term(self.nodes[i], (config,))], (),
-                                      resolution=self.options.memory_resolution,
-                         max_width=self.options.max_width))
+            self.nodes[x] = self.combine([Term(self.nodes[x], (O0,)), Term(self.edge(x, i), (O0, config))],
+                                         (self.size(x),))
+        self.constants.append(self.combine([Term(self.nodes[i], (config,))], (), threads=False))
         self.fixes.append(HeuristicFix(i, config, reason))
         self.remove_node(i)
         self.counts["heuristic"] += 1
@@ -365,33 +365,30 @@ class _State:
     def ldp(self, chain: list[int]) -> Table:
         cf = self.nodes[chain[0]]
         for prev, cur in zip(chain, chain[1:]):
-            cf = combine([Term(cf, ("k",)), Term(self.edge(prev, cur), ("k", O0)),
-                          Term(self.nodes[cur], (O0,))], (self.size(cur),), self.size(prev),
-                         executor=self.executor, resolution=self.options.memory_resolution,
-                         max_width=self.options.max_width)
-        return combine([Term(cf, ("k",))], (), cf.index_shape[0],
-                       resolution=self.options.memory_resolution,
-                         max_width=self.options.max_width)
+            cf = self.combine([Term(cf, ("k",)), Term(self.edge(prev, cur), ("k", O0)),
+                               Term(self.nodes[cur], (O0,))], (self.size(cur),), self.size(prev))
+        return self.combine([Term(cf, ("k",))], (), cf.index_shape[0], threads=False)
 
     def final(self) -> Table:
         parts = [self.ldp(chain) for chain in self.chains] + self.constants
         result = parts[0]
         for other in parts[1:]:
-            result = combine([Term(result, ()), Term(other, ())], (),
-                             resolution=self.options.memory_resolution,
-                         max_width=self.options.max_width)
+            result = self.combine([Term(result, ()), Term(other, ())], (), threads=False)
         return result
 
 
 def frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions(),
                       prefer: tuple[int, ...] | None = None, progress: Progress = SILENT,
-                      name: str = "FT eliminations") -> FTResult:
+                      name: str = "FT eliminations", memo: Memo | None = None) -> FTResult:
     """The exact (memory, time) frontier of `problem`, unless heuristic eliminations were needed
     (they fix nodes at `prefer`'s configurations when given). `progress` is told phase `name`
-    in nodes: one done as it is eliminated, the linear chains' when the DP over them ends."""
+    in nodes: one done as it is eliminated, the linear chains' when the DP over them ends.
+    `memo` (tables.Memo) may carry reductions over from an earlier run on a related problem (a
+    peak pass of the same tables with some configurations masked)."""
     start = _time.perf_counter()
+    reused_before = memo.reused if memo is not None else 0
     with _pool(options.workers) as pool, phase(progress, name, problem.num_nodes):
-        state = _State(problem, options, pool, prefer)
+        state = _State(problem, options, pool, prefer, memo)
         if options.hub_span:
             state.fix_hubs(options.hub_span)
         while True:
@@ -416,7 +413,7 @@ def frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions(),
         points.append(FTPoint(float(table.mem[slot]), float(table.time[slot]),
                               tuple(nodes[i] for i in range(problem.num_nodes)),
                               tuple(opts.get(e, 0) for e in range(len(problem.edges)))))
-    stats = dict(state.counts, chains=[len(c) for c in state.chains],
+    stats = dict(state.counts, reused=state.memo.reused - reused_before, chains=[len(c) for c in state.chains],
                  exact=options.memory_resolution == 0 and options.max_width is None and not state.fixes,
                  seconds=_time.perf_counter() - start)
     return FTResult(tuple(points), tuple(state.fixes), stats)
@@ -459,4 +456,4 @@ def _pool(workers: int) -> Iterator[ThreadPoolExecutor | None]:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-__all__ = ["FTOptions", "FTPoint", "FTResult", "HeuristicFix", "frontier_tracking", "Combined"]
+__all__ = ["FTOptions", "FTPoint", "FTResult", "HeuristicFix", "frontier_tracking", "Combined", "Memo"]

@@ -30,19 +30,21 @@ import time as _time
 
 import numpy as np
 
-from stratagem.search.ft import FTOptions, FTPoint, FTResult, frontier_tracking, merged
+from stratagem.search.ft import FTOptions, FTPoint, FTResult, Memo, frontier_tracking, merged
 from stratagem.search.problem import CostProblem
 from stratagem.search.progress import SILENT, Progress
 
 
 def peak_frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions(),
                            prefer: tuple[int, ...] | None = None, progress: Progress = SILENT,
-                           label: str = "FT") -> FTResult:
+                           label: str = "FT", memo: Memo | None = None) -> FTResult:
     """The (peak memory, time) frontier of `problem`: FT itself when it has no transient terms.
     Each pass is a phase of `progress` ("FT pass 2: eliminations"). A Ctrl-C after the first pass
-    keeps the passes done (stats["interrupted"] names the pass); during the first, it is raised."""
+    keeps the passes done (stats["interrupted"] names the pass); during the first, it is raised.
+    The passes share one memo (tables.Memo): a pass reduces again only what its threshold masked."""
+    memo = Memo() if memo is None else memo
     if not problem.has_transient:
-        return frontier_tracking(problem, options, prefer, progress, f"{label}: eliminations")
+        return frontier_tracking(problem, options, prefer, progress, f"{label}: eliminations", memo)
     start = _time.perf_counter()
     thresholds = _thresholds(problem)
     result = FTResult(())
@@ -51,7 +53,7 @@ def peak_frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions(
         name = f"{label} pass {passes + 1}"
         try:
             found = frontier_tracking(problem if tau == float("inf") else problem.within(tau), options, prefer,
-                                      progress, f"{name}: eliminations")
+                                      progress, f"{name}: eliminations", memo)
         except KeyboardInterrupt:
             if not result.points:
                 raise
@@ -71,7 +73,7 @@ def peak_frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions(
             left = int(below.size)
             break
         tau = float(below[-1])
-    stats = dict(found.stats, passes=passes, thresholds=len(thresholds), peak_thresholds_left=left,
+    stats = dict(found.stats, passes=passes, thresholds=len(thresholds), peak_thresholds_left=left, reused=memo.reused,
                  exact=exact and not left and not stopped, seconds=_time.perf_counter() - start)
     if stopped:
         stats["interrupted"] = stopped

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 
 from stratagem.plan import Frontier, Plan
 from stratagem.search.context import PlanningContext, make_plan, recomputing, runnable_space
-from stratagem.search.ft import FTOptions, FTResult, merged
+from stratagem.search.ft import FTOptions, FTResult, Memo, merged
 from stratagem.search.ft_peak import peak_frontier_tracking
 from stratagem.search.progress import phase
 from stratagem.search.space import FT_SPACE, SearchSpace, build_search_space
@@ -98,7 +98,8 @@ def _tracked(ctx: PlanningContext, search_space: SearchSpace, ft_options: FTOpti
     """FT on peak memory (search.ft_peak). When hubs were fixed heuristically, a second run fixes
     them as data parallel has them (its top pass) and the union's frontier is kept; a Ctrl-C
     during it keeps the first run's."""
-    result = peak_frontier_tracking(search_space.problem, ft_options, progress=ctx.progress)
+    memo = Memo()
+    result = peak_frontier_tracking(search_space.problem, ft_options, progress=ctx.progress, memo=memo)
     if not result.heuristic_fixes or result.stats.get("interrupted"):
         return result
     baseline = search_space.index_of(ctx.model, data_parallel_strategy(ctx))
@@ -107,7 +108,7 @@ def _tracked(ctx: PlanningContext, search_space: SearchSpace, ft_options: FTOpti
     label = "FT, hubs as data parallel has them,"
     try:
         second = peak_frontier_tracking(search_space.problem, replace(ft_options, peak_passes=1), prefer=baseline,
-                                        progress=ctx.progress, label=label)
+                                        progress=ctx.progress, label=label, memo=memo)
     except KeyboardInterrupt:
         return replace(result, stats=dict(result.stats, interrupted=f"{label} pass 1"))
     return merged(result, second)

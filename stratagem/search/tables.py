@@ -12,10 +12,18 @@ Every elimination and every LDP step is one call with different terms: node elim
 E2[(o0,o1)] with no k; LDP (Algorithm 3, line 6) is CF_{i-1}[(k,)], E[(k,o0)], N_i[(o0,)].
 Each result slot remembers k and the slot it used in every term (`Combined`), which is how a
 frontier point unrolls back to a configuration for every node (`unroll`).
+
+Repeated layers are reduced once (`Memo`): every table has a `key`, a digest of its content (a
+leaf's arrays) or of how it was made (a view's child key; a combine's terms' keys and index specs),
+and `combine` with a memo returns the arrays of an earlier combine of the same key. A result's
+arrays, and the choices behind every slot, depend only on its terms' arrays, so a block of a
+model that is eliminated as an earlier identical block was gets that block's arrays; its own
+`Combined` still points at its own terms, so it unrolls to its own nodes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor
@@ -33,6 +41,15 @@ _CHUNK_ELEMENTS = 1 << 21
 class Table:
     mem: np.ndarray
     time: np.ndarray
+    _key: bytes | None = None
+
+    @property
+    def key(self) -> bytes:
+        """A digest that is equal for two tables only if their arrays are (`Memo`)."""
+        if self._key is None:
+            self._key = digest(self.mem.shape, np.ascontiguousarray(self.mem).tobytes(),
+                                np.ascontiguousarray(self.time).tobytes())
+        return self._key
 
     @property
     def index_shape(self) -> tuple[int, ...]:
@@ -79,6 +96,10 @@ class Transposed(Table):
         self.child = child
         self.mem, self.time = np.swapaxes(child.mem, 0, 1), np.swapaxes(child.time, 0, 1)
 
+    @property
+    def key(self) -> bytes:
+        return digest("transposed", self.child.key)
+
     def expand(self, index, slot):
         yield (self.child, (index[1], index[0]), slot)
 
@@ -90,6 +111,10 @@ class Reindexed(Table):
         self.child, self.axis, self.mapping = child, axis, mapping
         self.mem = np.take(child.mem, mapping, axis=axis)
         self.time = np.take(child.time, mapping, axis=axis)
+
+    @property
+    def key(self) -> bytes:
+        return digest("reindexed", self.child.key, self.axis, self.mapping.tobytes())
 
     def expand(self, index, slot):
         mapped = list(index)
@@ -106,8 +131,9 @@ class Term:
 class Combined(Table):
     """Result of `combine`; `node` is the node whose configuration k was unioned away (or None)."""
 
-    def __init__(self, terms: list[Term], node: int | None, mem, time, k_choice, slots, fixed=()):
-        self.terms, self.node = terms, node
+    def __init__(self, terms: list[Term], node: int | None, mem, time, k_choice, slots, fixed=(),
+                 key: bytes | None = None):
+        self.terms, self.node, self._key = terms, node, key
         self.mem, self.time = mem, time
         self.k_choice, self.slots = k_choice, slots      # [*out, L], per term [*out, L]
         self.fixed = tuple(fixed)                        # ("node", n, k) facts recorded here
@@ -130,16 +156,43 @@ def _resolve(spec_entry: Any, index: tuple[int, ...], k: int) -> int:
     return int(spec_entry)
 
 
+class Memo:
+    """Results of `combine` by key: (mem, time, k_choice, slots), arrays no one writes to."""
+
+    def __init__(self):
+        self.results: dict[bytes, tuple] = {}
+        self.reused = 0
+
+    def get(self, key: bytes) -> tuple | None:
+        found = self.results.get(key)
+        self.reused += found is not None
+        return found
+
+
 def combine(terms: Sequence[Term], out_sizes: Sequence[int], k_size: int | None = None,
             node: int | None = None, fixed: Sequence[tuple] = (), executor: Executor | None = None,
-            resolution: float = 0.0, max_width: int | None = None) -> Combined:
+            resolution: float = 0.0, max_width: int | None = None, memo: Memo | None = None) -> Combined:
     """result[o] = reduce(union over k of the product over terms). See the module docstring.
 
     Work proceeds in boxes of the output index (`_boxes`) small enough that each box's candidate
-    array stays under _CHUNK_ELEMENTS; boxes run on `executor` when given.
+    array stays under _CHUNK_ELEMENTS; boxes run on `executor` when given. With a `memo`, a
+    combine of terms with the same keys and specs as an earlier one reuses its arrays.
     """
     terms = list(terms)
     final_shape = tuple(out_sizes)
+    key = digest("combine", final_shape, k_size, resolution, max_width,
+                  *((t.table.key, repr(t.spec)) for t in terms))
+    found = memo.get(key) if memo is not None else None
+    if found is None:
+        found = _combined_arrays(terms, final_shape, k_size, executor, resolution, max_width)
+        if memo is not None:
+            memo.results[key] = found
+    mem, time, k_choice, slots = found
+    return Combined(terms, node if k_size else None, mem, time, k_choice, slots, fixed, key)
+
+
+def _combined_arrays(terms: list[Term], final_shape: tuple[int, ...], k_size: int | None, executor,
+                     resolution: float, max_width: int | None) -> tuple:
     sizes = final_shape or (1,)            # no output index: one virtual row
     k = k_size or 1
     widths = [t.table.width for t in terms]
@@ -164,8 +217,16 @@ def combine(terms: Sequence[Term], out_sizes: Sequence[int], k_size: int | None 
         for target, source in zip(slots, sl):
             target[where + (slice(0, w),)] = source
     shape = final_shape + (width,)
-    return Combined(terms, node if k_size else None, mem.reshape(shape), time.reshape(shape),
-                    k_choice.reshape(shape), [s.reshape(shape) for s in slots], fixed)
+    return (mem.reshape(shape), time.reshape(shape), k_choice.reshape(shape),
+            [s.reshape(shape) for s in slots])
+
+
+def digest(*parts: Any) -> bytes:
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        h.update(part if isinstance(part, bytes) else repr(part).encode())
+        h.update(b"|")
+    return h.digest()
 
 
 def _boxes(sizes: tuple[int, ...], per_point: int) -> list[tuple[tuple[int, int], ...]]:

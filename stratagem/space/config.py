@@ -79,7 +79,7 @@ class Configuration:
         return Configuration(tuple(Level(None if d == "rep" else d, s) for d, s in degrees.items()),
                              first_device)
 
-    @property
+    @cached_property
     def num_devices(self) -> int:
         return math.prod(level.size for level in self.levels)
 
@@ -95,11 +95,11 @@ class Configuration:
     def sharded_state(self) -> bool:
         return self.state != "replicated"
 
-    @property
+    @cached_property
     def mesh_shape(self) -> tuple[int, ...]:
         return tuple(level.size for level in self.levels)
 
-    @property
+    @cached_property
     def devices(self) -> range:
         return range(self.first_device, self.first_device + self.num_devices)
 

@@ -91,3 +91,44 @@ def test_threads_give_the_same_frontier():
 def test_malformed_problem_is_rejected():
     with pytest.raises(Exception, match="malformed"):
         CostProblem((np.ones(2),), (np.ones(2),), (EdgeCosts(0, 0, np.ones((1, 2, 2)), np.ones((1, 2, 2))),))
+
+
+def tiled(size: int, copies: int, seed: int) -> CostProblem:
+    """A block of `size` nodes with random costs, tiled `copies` times: each copy's first node reads
+    the previous copy's last node and, residual-like, its first node (same costs in every copy)."""
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(2, 4))
+    node_mem = tuple(rng.integers(0, 20, k).astype(float) for _ in range(size))
+    node_time = tuple(rng.integers(0, 20, k).astype(float) for _ in range(size))
+    inner = [(i, j) for j in range(1, size) for i in range(j) if i == j - 1 or rng.random() < 0.5]
+    inner_costs = [(rng.integers(0, 6, (1, k, k)).astype(float), rng.integers(0, 10, (1, k, k)).astype(float))
+                   for _ in inner]
+    link = [(rng.integers(0, 6, (1, k, k)).astype(float), rng.integers(0, 10, (1, k, k)).astype(float))
+            for _ in range(2)]
+    edges = []
+    for c in range(copies):
+        base = c * size
+        edges += [EdgeCosts(base + i, base + j, m, t) for (i, j), (m, t) in zip(inner, inner_costs)]
+        if c:
+            edges += [EdgeCosts(base - 1, base, *link[0]), EdgeCosts(base - size, base, *link[1])]
+    return CostProblem(node_mem * copies, node_time * copies, tuple(edges))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 3), st.integers(2, 3), st.integers(0, 2**32 - 1))
+def test_repeated_blocks_stay_exact_with_reused_reductions(size, copies, seed):
+    problem = tiled(size, copies, seed)
+    result = frontier_tracking(problem, FTOptions(workers=1))
+    assert result.pairs == brute_force_frontier(problem).pairs()
+    for point in result.points:        # every copy unrolls to its own nodes
+        assert problem.evaluate(point.assignment, point.options) == (point.mem, point.time)
+
+
+def test_identical_blocks_are_reduced_once():
+    """Three copies of a three-node block: each copy's middle node is eliminated on the same tables, so
+    every copy after the first reuses the first one's arrays, and the frontier stays exact."""
+    for seed in range(5):
+        problem = tiled(3, 3, seed)
+        result = frontier_tracking(problem, FTOptions(workers=1))
+        assert result.stats["reused"] >= 2
+        assert result.pairs == brute_force_frontier(problem).pairs()
