@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from stratagem import values
 from stratagem.ir import Graph, Op, dtype_bytes
 from stratagem.ir.ownership import PARAMETER_ROLES
-from stratagem.tdl.graphops import analyze_op
+from stratagem.tdl.graphops import AnalysisCache, analyze_op
 from stratagem.tdl.library import LIBRARY
 
 OPTIMIZER_STATES = {"sgd": 0, "momentum": 1, "adam": 2, "adamw": 2}
@@ -94,25 +94,26 @@ def view_of(kind: str) -> str | None:
     return LIBRARY[kind].view if kind in LIBRARY else None
 
 
-def viewed_input(graph: Graph, op: Op) -> str | None:
-    """The activation `op`'s output is a view of, or None when `op` is not a view of one."""
+def viewed_input(graph: Graph, op: Op, analyses: AnalysisCache | None = None) -> str | None:
+    """The activation `op`'s output is a view of, or None when `op` is not a view of one
+    (`analyses`: the graph's, to analyse each op once; CostModel.viewed_inputs keeps them all)."""
     view = view_of(op.kind)
     if view is None or len(op.outputs) != 1:
         return None
     data = [t for t in dict.fromkeys(op.inputs) if graph.tensors[t].role not in PARAMETER_ROLES]
     if len(data) != 1 or graph.producer.get(data[0]) is None:
         return None
-    if view == "reshape" and not is_contiguous(graph, data[0]):
+    if view == "reshape" and not is_contiguous(graph, data[0], analyses):
         return None
     return data[0]
 
 
-def is_contiguous(graph: Graph, tensor: str) -> bool:
+def is_contiguous(graph: Graph, tensor: str, analyses: AnalysisCache | None = None) -> bool:
     """Whether `tensor` lies row-major in memory (`memory_order`)."""
-    return memory_order(graph, tensor) == tuple(range(len(graph.tensors[tensor].shape)))
+    return memory_order(graph, tensor, analyses) == tuple(range(len(graph.tensors[tensor].shape)))
 
 
-def memory_order(graph: Graph, tensor: str) -> tuple[int, ...] | None:
+def memory_order(graph: Graph, tensor: str, analyses: AnalysisCache | None = None) -> tuple[int, ...] | None:
     """`tensor`'s dims from outermost to innermost in memory (None: strided in some other way).
     Row-major unless its producer says otherwise: a transpose swaps the two dims in its input's
     order; an elementwise op of an input of its own shape, or a kernel whose record says
@@ -124,19 +125,19 @@ def memory_order(graph: Graph, tensor: str) -> tuple[int, ...] | None:
         return tuple(range(rank))
     source = producer.inputs[0]
     if producer.kind == "transpose":
-        order = memory_order(graph, source)
+        order = memory_order(graph, source, analyses)
         a, b = int(producer.attrs["dim0"]) % rank, int(producer.attrs["dim1"]) % rank
         return None if order is None else tuple(b if d == a else a if d == b else d for d in order)
     if view_of(producer.kind) == "strided":
         return None
     if graph.tensors[source].shape == graph.tensors[tensor].shape and (
-            LIBRARY[producer.kind].output_like_input or _elementwise(graph, producer)):
-        return memory_order(graph, source)
+            LIBRARY[producer.kind].output_like_input or _elementwise(graph, producer, analyses)):
+        return memory_order(graph, source, analyses)
     return tuple(range(rank))
 
 
-def _elementwise(graph: Graph, op: Op) -> bool:
-    return analyze_op(graph, op).is_elementwise
+def _elementwise(graph: Graph, op: Op, analyses: AnalysisCache | None) -> bool:
+    return (analyses[op.name] if analyses is not None else analyze_op(graph, op)).is_elementwise
 
 
 def kept_inside_bytes(graph: Graph, op: Op, first_input_local_elements: float) -> float:

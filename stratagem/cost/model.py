@@ -26,7 +26,7 @@ from stratagem.cost.compute import ComputeModel
 from stratagem.cost.compute_table import ComputeTable, ProfileRequest
 from stratagem.cost.costs import EdgeCost, OpCost, PlanCost
 from stratagem.cost.edgecost import build_edge_cost
-from stratagem.cost.memory import Optimizer, kept_tensors
+from stratagem.cost.memory import Optimizer, kept_tensors, viewed_input
 from stratagem.cost.opcost import OpWork, build_op_cost, op_work
 from stratagem.cost.oplayouts import OpLayouts
 from stratagem.cost.recompute import recomputed_ops, with_recompute
@@ -41,6 +41,7 @@ from stratagem.space import (
     Configuration, Edge, OpLayout, SpaceOptions, check_reuse, check_strategy, enumerate_configurations, reuse_of,
 )
 from stratagem.space.tensor_layout import TensorLayout
+from stratagem.tdl.graphops import AnalysisCache
 
 
 MEMORY_KINDS = ("weights", "gradients", "optimizer_state", "activations", "transient")
@@ -88,6 +89,7 @@ class CostModel:
         self._configs: dict[tuple[str, SpaceOptions], tuple[Configuration, ...]] = {}
         self._edge_list: tuple[Edge, ...] | None = None
         self._kept: frozenset[str] | None = None
+        self._viewed: Mapping[str, str | None] | None = None
         self._shared: tuple[SharedTensor, ...] | None = None
 
     # ---- public API ---------------------------------------------------------------------------------
@@ -148,6 +150,14 @@ class CostModel:
         if self._kept is None:
             self._kept = kept_tensors(self.graph)
         return self._kept
+
+    @property
+    def viewed_inputs(self) -> Mapping[str, str | None]:
+        """Per op, the activation its output is a view of, or None (cost.memory.viewed_input), once."""
+        if self._viewed is None:
+            analyses = self.analyses if self.graph is self.source_graph else AnalysisCache(self.graph)
+            self._viewed = {op.name: viewed_input(self.graph, op, analyses) for op in self.graph.ops}
+        return self._viewed
 
     def configurations(self, op_name: str, options: SpaceOptions = SpaceOptions()) -> tuple[Configuration, ...]:
         """The op's configurations in `options`; with `state_sharding`, each one the op may hold its

@@ -41,7 +41,7 @@ from functools import reduce
 
 import numpy as np
 
-from stratagem.cost.memory import keeps_copy, saved_tensors, viewed_input
+from stratagem.cost.memory import keeps_copy, saved_tensors
 from stratagem.cost.sharing import kept_producer_buffers
 from stratagem.ir import dtype_bytes
 from stratagem.space import Configuration, Edge
@@ -52,7 +52,7 @@ def op_transient_bytes(model, op_name: str, config: Configuration) -> float:
     graph = model.graph
     op = graph.op(op_name)
     gathered = model.op_cost(op_name, config).weight_copies.forward_bytes
-    if viewed_input(graph, op) is not None:
+    if model.viewed_inputs[op_name] is not None:
         return gathered
     layout = model.layouts.output_layout(op_name, config)
     kept = model.kept_tensors

@@ -124,6 +124,7 @@ class _State:
         self.counts = {"edge": 0, "node": 0, "leaf": 0, "branch": 0, "heuristic": 0}
         self.left = problem.num_nodes           # nodes not yet reported eliminated (`newly_eliminated`)
         self.memo = Memo() if memo is None else memo   # repeated layers reduce once (tables.Memo)
+        self.round: list[int] = []              # try_exact's nodes left in this round, last first
 
     def combine(self, terms: list[Term], out_sizes: tuple[int, ...], k_size: int | None = None,
                 threads: bool = True) -> Table:
@@ -239,24 +240,34 @@ class _State:
 
     # ---- exact eliminations -------------------------------------------------------------------
     def try_exact(self) -> bool:
+        """One exact elimination, taken in rounds: the nodes of degree <= 2 when a round starts, in
+        index order, each if it still qualifies. Every block of a repeated stack is thus reduced
+        on its own tables before any elimination joins it to its neighbors, so identical blocks
+        meet identical tables (tables.Memo) instead of an accumulation of the blocks before."""
         for key in [k for k, tables in self.edges.items() if len(tables) > 1]:
             self._merge_parallel(key)
         marked = self.marked()
-        for i in sorted(self.nodes):
-            if i in marked:
-                continue
-            nbrs = self.neighbors(i)
-            if len(nbrs) == 0:
-                self._isolated(i)
-                return True
-            if len(nbrs) == 1:
-                self._leaf(i, next(iter(nbrs)))
-                return True
-            if len(nbrs) == 2:
-                h, j = sorted(nbrs)
-                self._node(i, h, j)
-                return True
+        for _ in range(2):
+            while self.round:
+                i = self.round.pop()
+                if i in self.nodes and i not in marked and self._eliminate_exactly(i):
+                    return True
+            self.round = sorted((i for i in self.nodes if i not in marked and len(self.adjacent[i]) <= 2),
+                                reverse=True)
         return False
+
+    def _eliminate_exactly(self, i: int) -> bool:
+        nbrs = self.neighbors(i)
+        if len(nbrs) == 0:
+            self._isolated(i)
+        elif len(nbrs) == 1:
+            self._leaf(i, next(iter(nbrs)))
+        elif len(nbrs) == 2:
+            h, j = sorted(nbrs)
+            self._node(i, h, j)
+        else:
+            return False
+        return True
 
     def _isolated(self, i: int) -> None:
         self.constants.append(self.combine([Term(self.nodes[i], ("k",))], (), self.size(i), threads=False))

@@ -31,7 +31,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from stratagem.cost.edgecost import other_keepers
-from stratagem.cost.memory import viewed_input
 from stratagem.cost.sharing import SharedTensor, kept_producer_buffers, sharing_credits
 from stratagem.cost.transient import input_transient_table, plan_transient
 from stratagem.cost.weight_state import can_shard_state
@@ -263,7 +262,7 @@ def _edge_key(model, edge, src_configs, dst_configs) -> tuple:
             spec.role, src_op.inputs.index(edge.tensor) if edge.tensor in src_op.inputs else
             src_op.outputs.index(edge.tensor), dst_op.inputs.index(edge.tensor), src_configs, dst_configs,
             edge.tensor in (src_op.saved or ()), edge.tensor in (dst_op.saved or ()),
-            tuple(t in model.kept_tensors for t in dst_op.outputs), viewed_input(graph, dst_op) is not None,
+            tuple(t in model.kept_tensors for t in dst_op.outputs), model.viewed_inputs[dst_op.name] is not None,
             other_keepers(graph, edge.tensor, edge.dst_op))
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from stratagem.cost.edgecost import is_weight_edge
-from stratagem.cost.memory import saved_tensors, viewed_input
+from stratagem.cost.memory import saved_tensors
 from stratagem.sim.keys import structural_key
 from stratagem.sim.taskgraph import TaskGraph
 from stratagem.space import Configuration, Edge, check_reuse
@@ -24,7 +24,7 @@ class SimState:
         self.strategy = dict(strategy)          # per op; delta simulation edits it
         self.reuse = dict(reuse)
         self.position = {op.name: i for i, op in enumerate(self.graph.ops)}
-        self.viewed = {op.name: viewed_input(self.graph, op) for op in self.graph.ops}
+        self.viewed = model.viewed_inputs
         self.saved = {op.name: frozenset(saved_tensors(self.graph, op)) for op in self.graph.ops}
         self.edges = model.edges()
         check_reuse(self.edges, self.reuse)

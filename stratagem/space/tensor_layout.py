@@ -21,6 +21,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from stratagem.space.config import OpLayout
 from stratagem.space.placement import REPLICATE, Partial, Placement, Shard
 
@@ -82,13 +84,16 @@ class TensorLayout:
         return tuple(reversed(coords))
 
     def axis_groups(self, axes: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
-        """Device groups that differ only in the coordinates of `axes` (flattened together)."""
-        groups: dict[tuple[int, ...], list[int]] = {}
-        for device in self.devices:
-            coords = self.coordinates(device)
-            key = tuple(c for a, c in enumerate(coords) if a not in axes)
-            groups.setdefault(key, []).append(device)
-        return tuple(tuple(g) for g in groups.values())
+        """Device groups that differ only in the coordinates of `axes` (flattened together), each
+        in device order, ordered by their first device; computed once per `axes`."""
+        cache = self.__dict__.get("_axis_groups")
+        if cache is None:
+            cache = {}
+            object.__setattr__(self, "_axis_groups", cache)
+        found = cache.get(axes)
+        if found is None:
+            found = cache[axes] = _axis_groups(self.first_device, self.mesh_shape, axes)
+        return found
 
     def shard_degree(self, dim: int) -> int:
         return self._degrees.get(dim, 1)
@@ -101,7 +106,15 @@ class TensorLayout:
         return tuple(-(-n // degrees.get(d, 1)) for d, n in enumerate(shape))
 
     def local_num_elements(self, shape: tuple[int, ...]) -> int:
-        return math.prod(self.local_shape(shape))
+        """Elements of the largest local block, computed once per shape."""
+        cache = self.__dict__.get("_local_elements")
+        if cache is None:
+            cache = {}
+            object.__setattr__(self, "_local_elements", cache)
+        found = cache.get(shape)
+        if found is None:
+            found = cache[shape] = math.prod(self.local_shape(shape))
+        return found
 
     def with_placement(self, axis: int, placement: Placement) -> "TensorLayout":
         placements = list(self.placements)
@@ -184,3 +197,12 @@ def loader_layout(spec, num_devices: int) -> TensorLayout:
     even = d is not None and spec.shape[d] % num_devices == 0
     return TensorLayout(0, (num_devices,), (Shard(d) if even else REPLICATE,))
 
+
+def _axis_groups(first_device: int, mesh_shape: tuple[int, ...], axes: tuple[int, ...]
+                 ) -> tuple[tuple[int, ...], ...]:
+    """The devices of a row-major mesh grouped by their coordinates off `axes`."""
+    grid = first_device + np.arange(math.prod(mesh_shape)).reshape(mesh_shape)
+    inside = [a for a in dict.fromkeys(axes) if a < len(mesh_shape)]
+    outside = [a for a in range(len(mesh_shape)) if a not in inside]
+    rows = np.sort(np.transpose(grid, outside + inside).reshape(-1, math.prod(mesh_shape[a] for a in inside)), axis=1)
+    return tuple(tuple(int(d) for d in row) for row in rows)

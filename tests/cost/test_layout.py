@@ -58,3 +58,16 @@ def test_refine_to_a_common_mesh():
 def test_no_common_refinement_or_other_devices():
     assert refine(TensorLayout(0, (2, 3), (REPLICATE,) * 2), TensorLayout(0, (3, 2), (REPLICATE,) * 2)) is None
     assert refine(TensorLayout(0, (4,), (REPLICATE,)), TensorLayout(4, (4,), (REPLICATE,))) is None
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=3), st.integers(0, 7), st.data())
+def test_axis_groups_match_the_coordinates_definition(mesh, first, data):
+    """Groups of devices equal off `axes`, in device order, ordered by first device."""
+    axes = tuple(data.draw(st.lists(st.integers(0, len(mesh) - 1), unique=True, max_size=len(mesh))))
+    lay = TensorLayout(first, tuple(mesh), (REPLICATE,) * len(mesh))
+    expected: dict = {}
+    for device in lay.devices:
+        key = tuple(c for a, c in enumerate(lay.coordinates(device)) if a not in axes)
+        expected.setdefault(key, []).append(device)
+    assert lay.axis_groups(axes) == tuple(tuple(g) for g in expected.values())

@@ -1,0 +1,71 @@
+"""Planning time against depth (issue 19: repeated layers solved once): `stratagem plan`'s work on
+LLaMA-style decoders of one width and several depths, each in a fresh process (cold: nothing of a
+previous run is kept, and there is no on-disk cache), capture included.
+
+    python benchmarks/layer_scaling.py [--layers 12 48] [--dim 1024] [--cluster a100-1x8]
+
+Per depth prints the ops, the chosen plan's simulated tasks, time and peak memory, the capture's
+time and the wall time of the whole process; then the deepest's wall time over the shallowest's
+(target for 48 against 12 layers: < 1.5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+CHILD = r"""
+import json, sys, time, warnings
+start = time.perf_counter()
+import torch
+from stratagem.frontend.capture import capture
+from stratagem.frontend.zoo.gpt import GPT, GPTConfig, llama_ffn_dim
+from stratagem.report.planning import PlanRequest, plan_model
+layers, dim, cluster = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+heads = dim // 64
+cfg = GPTConfig(32000, dim, layers, heads, heads, llama_ffn_dim(dim), 1024)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    with torch.device("meta"):
+        model = GPT(cfg)
+    tokens = torch.zeros(8, 1024, dtype=torch.long, device="meta")
+    graph = capture(model, (tokens, tokens), name=f"decoder-{layers}x{dim}")
+captured = time.perf_counter()
+plan, fits = plan_model(graph, PlanRequest(f"decoder-{layers}", cluster))
+print(json.dumps({"ops": len(graph.ops), "tasks": plan.details.get("num_tasks"),
+                  "time_s": plan.iteration_time_s, "memory_gib": plan.peak_memory_bytes / 2**30,
+                  "fits": fits, "capture_s": captured - start, "wall_s": time.perf_counter() - start}))
+"""
+
+
+def measure(layers: int, dim: int, cluster: str) -> dict:
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", CHILD, str(layers), str(dim), cluster], check=True,
+                         capture_output=True, text=True)
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    found["process_s"] = time.perf_counter() - start
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--layers", type=int, nargs="+", default=[12, 48])
+    parser.add_argument("--dim", type=int, default=1024)
+    parser.add_argument("--cluster", default="a100-1x8")
+    args = parser.parse_args()
+    rows = []
+    print(f"{'layers':>6} {'ops':>6} {'tasks':>7} {'plan time':>10} {'memory':>10} "
+          f"{'capture':>8} {'process':>8}")
+    for layers in args.layers:
+        r = measure(layers, args.dim, args.cluster)
+        rows.append(r)
+        print(f"{layers:>6} {r['ops']:>6} {r['tasks'] or '-':>7} {r['time_s']:>9.3f}s "
+              f"{r['memory_gib']:>7.2f}GiB {r['capture_s']:>7.1f}s {r['process_s']:>7.1f}s")
+    print(f"deepest / shallowest wall time: {rows[-1]['process_s'] / rows[0]['process_s']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
