@@ -39,6 +39,7 @@ from stratagem.search.coarsen import Group, coarsen, derive_follower_config
 from stratagem.search.flags import edge_flag_key, expand_edge, expand_nodes, flagged_tensors, flags_of_strategy, node_flag_memory
 from stratagem.search.levels import Level, expand, fold, level_count, level_of, member_inputs
 from stratagem.search.problem import CostProblem, EdgeCosts
+from stratagem.search.repeats import twins
 from stratagem.search.progress import SILENT, Progress, phase
 from stratagem.space import Configuration, SpaceOptions
 from stratagem.tdl.graphops import analysis_key
@@ -119,12 +120,13 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
     group_of = {m: g for g, group in enumerate(groups) for m in group.members}
     with phase(progress, "cost tables: ops", len(groups)):
         configs = tuple(_configurations(model, group.anchor, options) for group in groups)
-        members = tuple(member_configs(model, group, cfgs) for group, cfgs in zip(groups, configs))
+        flags = flagged_tensors(model, groups, group_of)
+        twin = twins(model, groups, configs, flags)
+        members = _member_configs(model, groups, configs, twin)
         if options.state_sharding:
             configs, members = zip(*(group_states(model, group, cfgs, found)
                                      for group, cfgs, found in zip(groups, configs, members)))
-        flags = flagged_tensors(model, groups, group_of)
-        nodes = _node_tables(model, groups, configs, members, flags, group_of, progress)
+        nodes = _node_tables(model, groups, configs, members, flags, group_of, twin, progress)
     with phase(progress, "cost tables: edges", len(model.edges())):
         edges, cross, crossing, phases = _cross_edge_tables(model, members, flags, group_of, progress)
     node_mem, node_time, node_transient, known = nodes
@@ -136,22 +138,43 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
     return SearchSpace(groups, configs, members, problem, tuple(cross), flags, levels)
 
 
-def _node_tables(model, groups, configs, members, flags, group_of, progress: Progress):
+def _member_configs(model, groups, configs, twin) -> tuple[dict[str, tuple[Configuration, ...]], ...]:
+    """Each member's configuration per group configuration; a twin's (search.repeats) by position."""
+    members: list[dict[str, tuple[Configuration, ...]]] = []
+    for g, (group, cfgs) in enumerate(zip(groups, configs)):
+        if twin[g] < g:
+            earlier = members[twin[g]]
+            members.append({name: earlier[other] for name, other in zip(group.members, groups[twin[g]].members)})
+        else:
+            members.append(member_configs(model, group, cfgs))
+    return tuple(members)
+
+
+def _node_tables(model, groups, configs, members, flags, group_of, twin, progress: Progress):
     """Per group: memory, time and transient per configuration (flags expanded), and the
-    member inputs' transient terms by edge (search.levels)."""
+    member inputs' transient terms by edge (search.levels); a twin's (search.repeats) are its
+    earlier twin's."""
     inner: list[list] = [[] for _ in groups]          # edges inside a group, or into it from graph inputs
     for edge in model.edges():
         if edge.src_op is None or group_of[edge.src_op] == group_of[edge.dst_op]:
             inner[group_of[edge.dst_op]].append(edge)
     node_mem, node_time, node_transient, known = [], [], [], {}
+    found_by_group: list[list] = []
     for g, group in enumerate(groups):
-        m, t = _node_costs(model, group, members[g], len(configs[g]), group_of, g)
-        extra = node_flag_memory(model, flags[g], members[g], len(configs[g])) if flags[g] else None
-        node_mem.append(expand_nodes(m, 1 << len(flags[g]), extra))
-        node_time.append(expand_nodes(t, 1 << len(flags[g])))
-        found = member_inputs(model, group, members[g], len(configs[g]), flags[g], inner[g])
-        node_transient.append(np.max(np.stack([inputs.term() for inputs in found.values()]), axis=0))
-        known.update(found)
+        if twin[g] < g:
+            node_mem.append(node_mem[twin[g]])
+            node_time.append(node_time[twin[g]])
+            node_transient.append(node_transient[twin[g]])
+            found_by_group.append(found_by_group[twin[g]])
+        else:
+            m, t = _node_costs(model, group, members[g], len(configs[g]), group_of, g)
+            extra = node_flag_memory(model, flags[g], members[g], len(configs[g])) if flags[g] else None
+            node_mem.append(expand_nodes(m, 1 << len(flags[g]), extra))
+            node_time.append(expand_nodes(t, 1 << len(flags[g])))
+            found = member_inputs(model, group, members[g], len(configs[g]), flags[g], inner[g])
+            node_transient.append(np.max(np.stack([inputs.term() for inputs in found.values()]), axis=0))
+            found_by_group.append([found[name] for name in group.members])
+        known.update(zip(group.members, found_by_group[g]))
         progress.advance()
     return node_mem, node_time, node_transient, known
 
