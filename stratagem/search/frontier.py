@@ -156,6 +156,156 @@ def _thin(row, count, width):  # pragma: no cover - compiled
     return c
 
 
+def union_of_products(a_mem: np.ndarray, a_time: np.ndarray, b_mem: np.ndarray, b_time: np.ndarray,
+                      max_width: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """reduce over k of A[h, k] (x) B[k, j], for every (h, j): node elimination's product-union-
+    reduce without building its K * W_a * W_b candidates per row. A [H, K, W_a] and B [K, J, W_b]
+    are frontier tables (+inf padded); returns (mem, time, column) [H * J, L] exactly as
+    `reduce_rows` returns them for the candidate array whose column k * W_a * W_b + a * W_b + b
+    holds A[h, k, a] + B[k, j, b] (exact, resolution 0), thinned to `max_width` alike.
+
+    Per (h, j), configurations k are visited fastest ideal point first (A's least memory plus B's,
+    A's least time plus B's); a k whose ideal point the candidates kept so far beat (one with no
+    more memory and less time) is skipped whole, then each tuple a of A[h, k] whose sum with B's
+    ideal point they beat, then every sum they beat. What is skipped is strictly dominated, so it
+    neither survives reduce_rows nor changes what does."""
+    kept, mem, time, counts = _union_of_products(
+        np.ascontiguousarray(a_mem, dtype=np.float64), np.ascontiguousarray(a_time, dtype=np.float64),
+        np.ascontiguousarray(b_mem, dtype=np.float64), np.ascontiguousarray(b_time, dtype=np.float64),
+        -1 if max_width is None else int(max_width))
+    width = max(1, int(counts.max())) if len(counts) else 1
+    return mem[:, :width], time[:, :width], kept[:, :width]
+
+
+@njit(cache=True, nogil=True)
+def _union_of_products(a_mem, a_time, b_mem, b_time, max_width):  # pragma: no cover - compiled
+    rows_a, ks, wa = a_mem.shape
+    cols_b, wb = b_mem.shape[1], b_mem.shape[2]
+    n = ks * wa * wb
+    cap = n if max_width < 0 else min(n, max(max_width, 2))
+    kept = np.full((rows_a * cols_b, cap), -1, dtype=np.int64)
+    out_mem = np.full((rows_a * cols_b, cap), np.inf)
+    out_time = np.full((rows_a * cols_b, cap), np.inf)
+    counts = np.zeros(rows_a * cols_b, dtype=np.int64)
+    a_least = _least(a_mem, a_time)
+    b_least = _least(b_mem, b_time)
+    ideal_mem, ideal_time = np.empty(ks), np.empty(ks)
+    cand_mem, cand_time = np.empty(n), np.empty(n)
+    cand_col = np.empty(n, dtype=np.int64)
+    stair_mem, stair_time = np.empty(n + 1), np.empty(n + 1)
+    merged_mem, merged_time = np.empty(n + 1), np.empty(n + 1)
+    front = np.empty(n, dtype=np.int64)
+    for h in range(rows_a):
+        for j in range(cols_b):
+            for k in range(ks):
+                ideal_mem[k] = a_least[h, k, 0] + b_least[k, j, 0]
+                ideal_time[k] = a_least[h, k, 1] + b_least[k, j, 1]
+            order = np.argsort(ideal_time, kind="mergesort")
+            c, steps = 0, 0
+            for k in order:
+                if not (np.isfinite(ideal_mem[k]) and np.isfinite(ideal_time[k])):
+                    continue
+                if _beaten(stair_mem, stair_time, steps, ideal_mem[k], ideal_time[k]):
+                    continue
+                for a in range(wa):
+                    am, at = a_mem[h, k, a], a_time[h, k, a]
+                    if not (am < np.inf and at < np.inf) or _beaten(
+                            stair_mem, stair_time, steps, am + b_least[k, j, 0], at + b_least[k, j, 1]):
+                        continue
+                    first = c
+                    for b in range(wb):
+                        m, t = am + b_mem[k, j, b], at + b_time[k, j, b]
+                        if not (m < np.inf and t < np.inf) or _beaten(stair_mem, stair_time, steps, m, t):
+                            continue
+                        cand_mem[c], cand_time[c], cand_col[c] = m, t, (k * wa + a) * wb + b
+                        c += 1
+                    if c > first:
+                        steps = _merge_stair(stair_mem, stair_time, steps, cand_mem[first:c], cand_time[first:c],
+                                             merged_mem, merged_time)
+            row = h * cols_b + j
+            count = _exact_front(cand_mem, cand_time, cand_col, c, front)
+            count = _thin(front, count, max_width)
+            for i in range(count):
+                kept[row, i] = cand_col[front[i]]
+                out_mem[row, i] = cand_mem[front[i]]
+                out_time[row, i] = cand_time[front[i]]
+            counts[row] = count
+    return kept, out_mem, out_time, counts
+
+
+@njit(cache=True, nogil=True)
+def _least(mem, time):  # pragma: no cover - compiled
+    """Per row of a [X, Y, W] table, (least finite memory, least finite time); +inf when empty."""
+    x, y, w = mem.shape
+    out = np.full((x, y, 2), np.inf)
+    for i in range(x):
+        for k in range(y):
+            for a in range(w):
+                if mem[i, k, a] < np.inf and time[i, k, a] < np.inf:
+                    out[i, k, 0] = min(out[i, k, 0], mem[i, k, a])
+                    out[i, k, 1] = min(out[i, k, 1], time[i, k, a])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _beaten(stair_mem, stair_time, steps, m, t):  # pragma: no cover - compiled
+    """Whether a kept candidate has memory <= m and time < t (the staircase: memory ascending,
+    each step the least time of every candidate up to its memory)."""
+    if steps == 0 or stair_mem[0] > m:
+        return False
+    at = np.searchsorted(stair_mem[:steps], m, side="right") - 1
+    return stair_time[at] < t
+
+
+@njit(cache=True, nogil=True)
+def _merge_stair(stair_mem, stair_time, steps, new_mem, new_time, merged_mem, merged_time):  # pragma: no cover
+    """The staircase of the old steps and the new candidates; its number of steps."""
+    order = np.argsort(new_mem, kind="mergesort")
+    i, o, total, least = 0, 0, 0, np.inf
+    while i < steps or o < len(order):
+        if o >= len(order) or (i < steps and stair_mem[i] <= new_mem[order[o]]):
+            m, t = stair_mem[i], stair_time[i]
+            i += 1
+        else:
+            m, t = new_mem[order[o]], new_time[order[o]]
+            o += 1
+        if t < least:
+            least = t
+            if total and merged_mem[total - 1] == m:
+                merged_time[total - 1] = t
+            else:
+                merged_mem[total], merged_time[total] = m, t
+                total += 1
+    stair_mem[:total] = merged_mem[:total]
+    stair_time[:total] = merged_time[:total]
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _exact_front(mem, time, col, count, front):  # pragma: no cover - compiled
+    """Algorithm 1 on the first `count` candidates with reduce_rows' tie rule (groups of equal
+    memory in column order; a group's fastest, lowest column on a tie, survives iff its time is
+    below every earlier group's): their indices, memory ascending, in `front`; their number."""
+    keys = np.empty(count)
+    for i in range(count):
+        keys[i] = mem[i]
+    by_col = np.argsort(col[:count], kind="mergesort")
+    order = by_col[np.argsort(keys[by_col], kind="mergesort")]
+    best, c, i = np.inf, 0, 0
+    while i < count:
+        group = mem[order[i]]
+        fastest, pick = np.inf, -1
+        while i < count and mem[order[i]] == group:
+            if time[order[i]] < fastest:
+                fastest, pick = time[order[i]], order[i]
+            i += 1
+        if pick >= 0 and fastest < best:
+            front[c] = pick
+            c += 1
+        best = min(best, fastest)
+    return c
+
+
 @dataclass(frozen=True)
 class Frontier:
     """A reduced set of (memory, time) tuples, memory ascending; `payload[i]` unrolls tuple i."""

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from stratagem.search.frontier import INF, reduce_rows
+from stratagem.search.frontier import INF, reduce_rows, union_of_products
 
 IndexSpec = tuple[Any, ...]   # per table index dim: "k", ("o", n) an output dim, or an int (fixed)
 _CHUNK_ELEMENTS = 1 << 21
@@ -246,20 +246,30 @@ def _boxes(sizes: tuple[int, ...], per_point: int) -> list[tuple[tuple[int, int]
 
 def _combine_box(terms, sizes, k, widths, box, resolution, max_width):
     rows = tuple(b - a for a, b in box)
-    mem = np.zeros(rows + (k,) + tuple(widths))
-    time = np.zeros_like(mem)
-    for t, term in enumerate(terms):
-        m, tm = _aligned(term, box, t, len(terms))
-        mem = mem + m
-        time = time + tm
-    flat_rows = math.prod(rows)
-    m, tm, src = reduce_rows(mem.reshape(flat_rows, -1), time.reshape(flat_rows, -1), resolution, max_width)
+    if resolution == 0 and _is_node_elimination(terms):
+        (h0, h1), (j0, j1) = box
+        a, b = terms[0].table, terms[1].table
+        m, tm, src = union_of_products(a.mem[h0:h1], a.time[h0:h1], b.mem[:, j0:j1], b.time[:, j0:j1], max_width)
+    else:
+        mem = np.zeros(rows + (k,) + tuple(widths))
+        time = np.zeros_like(mem)
+        for t, term in enumerate(terms):
+            m, tm = _aligned(term, box, t, len(terms))
+            mem = mem + m
+            time = time + tm
+        flat_rows = math.prod(rows)
+        m, tm, src = reduce_rows(mem.reshape(flat_rows, -1), time.reshape(flat_rows, -1), resolution, max_width)
     valid = src >= 0
     coords = np.unravel_index(np.where(valid, src, 0), (k,) + tuple(widths))
     k_choice = np.where(valid, coords[0], -1)
     width = m.shape[-1]
     return (m.reshape(rows + (width,)), tm.reshape(rows + (width,)), k_choice.reshape(rows + (width,)),
             [np.where(valid, c, -1).reshape(rows + (width,)) for c in coords[1:]])
+
+
+def _is_node_elimination(terms: Sequence[Term]) -> bool:
+    """Terms A[(o0, k)], B[(k, o1)]: node elimination's union of products (frontier.union_of_products)."""
+    return (len(terms) == 2 and terms[0].spec == (("o", 0), "k") and terms[1].spec == ("k", ("o", 1)))
 
 
 def _aligned(term: Term, box: tuple[tuple[int, int], ...], t: int, n_terms: int):

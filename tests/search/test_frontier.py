@@ -1,7 +1,7 @@
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from stratagem.search.frontier import Frontier, is_frontier, memory_buckets, reduce_rows
+from stratagem.search.frontier import Frontier, is_frontier, memory_buckets, reduce_rows, union_of_products
 
 
 def dominated(m, t, mem, time):
@@ -81,3 +81,29 @@ def test_reduce_rows_keeps_what_sorting_whole_rows_keeps(rows, n, resolution, ma
         assert list(src[r][src[r] >= 0]) == columns and all(src[r][len(columns):] == -1)
         assert list(m[r][:len(columns)]) == list(mem[r][columns]) and np.all(np.isinf(m[r][len(columns):]))
         assert list(t[r][:len(columns)]) == list(time[r][columns])
+
+
+def _frontier_table(rng, x, y, width, values):
+    """A [x, y, <=width] table of reduced frontiers (+inf padded), some rows empty."""
+    mem = rng.integers(0, values, (x * y, 3 * width)).astype(float)
+    time = rng.integers(0, values, (x * y, 3 * width)).astype(float)
+    mem[rng.random(mem.shape) < 0.2] = np.inf
+    m, t, _ = reduce_rows(mem, time, 0.0, width)
+    return m.reshape(x, y, -1), t.reshape(x, y, -1)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 5), st.integers(1, 6), st.integers(1, 5), st.integers(1, 5), st.integers(1, 5),
+       st.sampled_from([None, 1, 2, 3, 6]), st.integers(0, 2**32 - 1), st.sampled_from([4, 40, 1000]))
+def test_union_of_products_equals_reducing_every_candidate(h, k, j, wa, wb, max_width, seed, values):
+    """Node elimination without its candidate array keeps what reduce_rows keeps of all of them:
+    the same tuples, columns (ties: the lowest) and thinning; few values make many ties."""
+    rng = np.random.default_rng(seed)
+    a_mem, a_time = _frontier_table(rng, h, k, wa, values)
+    b_mem, b_time = _frontier_table(rng, k, j, wb, values)
+    mem = a_mem[:, None, :, :, None] + np.moveaxis(b_mem, 1, 0)[None, :, :, None, :]    # [h, j, k, wa, wb]
+    time = a_time[:, None, :, :, None] + np.moveaxis(b_time, 1, 0)[None, :, :, None, :]
+    expected = reduce_rows(mem.reshape(h * j, -1), time.reshape(h * j, -1), 0.0, max_width)
+    found = union_of_products(a_mem, a_time, b_mem, b_time, max_width)
+    for e, f in zip(expected, found):
+        np.testing.assert_array_equal(e, f)
