@@ -88,7 +88,7 @@ def _backward_entry(state: SimState, name: str, device: int) -> int:
 def _chain(state: SimState, name: str) -> None:
     """Program order on each device of `name`: its forward (gathers first) after the forward of
     the op before it there, and the next op's forward after its own; backward the other way round."""
-    store, tasks = state.tasks.store, state.op_tasks[name]
+    store, tasks = state.tasks, state.op_tasks[name]
     for i, d in enumerate(state.strategy[name].devices):
         before, after = state.previous_on(name, d), state.next_on(name, d)
         if before is not None and before in state.op_tasks:
@@ -103,8 +103,8 @@ def bridge(state: SimState, name: str, device: int) -> None:
     """After `name` left `device`: the ops before and after it there in program order, chained."""
     before, after = state.previous_on(name, device), state.next_on(name, device)
     if before is not None and after is not None:
-        state.tasks.store.add_preds(_forward_entry(state, after, device), [_task_on(state, before, "F", device)])
-        state.tasks.store.add_preds(_backward_entry(state, before, device), [_task_on(state, after, "B", device)])
+        state.tasks.add_preds(_forward_entry(state, after, device), [_task_on(state, before, "F", device)])
+        state.tasks.add_preds(_backward_entry(state, before, device), [_task_on(state, after, "B", device)])
 
 
 def _task_on(state: SimState, name: str, kind: str, device: int) -> int:
@@ -132,7 +132,7 @@ def add_edge(state: SimState, k: int) -> None:
         fwd.append(t)
         previous = [t]
     for i, d in enumerate(state.strategy[e.dst_op].devices):
-        graph.store.add_preds(state.op_tasks[e.dst_op]["F"][i], _forward_sources(state, k, fwd, d))
+        graph.add_preds(state.op_tasks[e.dst_op]["F"][i], _forward_sources(state, k, fwd, d))
     if e.src_op is not None:
         previous = list(state.op_tasks[e.dst_op]["B"])
         for j, step in enumerate(cost.backward_steps):
@@ -166,7 +166,7 @@ def _forward_sources(state: SimState, k: int, fwd: list[int], device: int) -> li
 def _wire_backward(state: SimState, k: int, bwd: list[int]) -> None:
     e = state.edges[k]
     owner = state.op_tasks[e.src_op]
-    store = state.tasks.store
+    store = state.tasks
     if state.is_weight_edge(k):
         targets = owner["sync"][:1] or owner["U"]
         sources = bwd[-1:] or list(state.op_tasks[e.dst_op]["B"])

@@ -8,8 +8,10 @@ a p2p step the route's. Where the cluster's runtime makes a rank wait for its co
 groups, so a device computes or communicates, one at a time; otherwise computation and
 communication overlap where dependencies allow (FlexFlow's dataflow assumption).
 
-Task producers (`stratagem.sim.producers`) add and remove tasks only through `add` and `remove`;
-the timeline is the store's (`simulate`, `update`).
+Task producers (`stratagem.sim.producers`) add and remove tasks only through `add`, `add_preds` and
+`remove`; the timeline is the store's (`simulate`, `update`). A full build collects tasks in lists
+(`_Pending`) and makes the store from them in one go the first time it is asked for
+(`TaskStore.from_arrays`); edits after that (delta simulation) go to the store one by one.
 """
 
 from __future__ import annotations
@@ -33,12 +35,41 @@ class TaskMeta:
     num_bytes: float = 0.0
 
 
+class _Pending:
+    """Tasks of a build not yet in a store: per task its duration, key, resources, predecessors."""
+
+    def __init__(self):
+        self.duration: list[float] = []
+        self.topo: list[int] = []
+        self.resources: list[list[int]] = []
+        self.preds: list[list[int]] = []
+
+    def add(self, duration: float, resources: list[int], preds: list[int], key: int) -> int:
+        if not isinstance(key, (int, np.integer)):
+            raise TypeError(f"a structural key is an integer (stratagem.sim.keys), got {key!r}")
+        self.duration.append(duration)
+        self.topo.append(int(key))
+        self.resources.append(resources)
+        self.preds.append(preds)
+        return len(self.duration) - 1
+
+    def store(self, num_resources: int) -> TaskStore:
+        if not self.duration:
+            return TaskStore(num_resources)
+        flat = lambda lists: np.fromiter((x for xs in lists for x in xs), dtype=np.int64)  # noqa: E731
+        count = lambda lists: np.fromiter((len(xs) for xs in lists), dtype=np.int64, count=len(lists))  # noqa: E731
+        return TaskStore.from_arrays(num_resources, np.asarray(self.duration, dtype=float),
+                                     np.asarray(self.topo, dtype=np.int64), count(self.resources),
+                                     flat(self.resources), count(self.preds), flat(self.preds))
+
+
 class TaskGraph:
     def __init__(self, cluster):
         self.cluster = cluster
         self.num_devices = cluster.num_devices
         self.num_resources = self.num_devices + len(cluster.links)
-        self.store = TaskStore(self.num_resources)
+        self._store: TaskStore | None = None
+        self._pending: _Pending | None = _Pending()
         self.meta: dict[int, TaskMeta] = {}
         self._category = np.zeros(1024, dtype=np.int8)     # per task: index into CATEGORIES
         self._device = np.zeros(1024, dtype=np.int64)      # per task: its device (compute tasks)
@@ -46,8 +77,17 @@ class TaskGraph:
         self._links: dict[tuple, tuple[int, ...]] = {}
         self.blocking = not cluster.spec.overlap_compute
 
+    @property
+    def store(self) -> TaskStore:
+        if self._pending is not None:
+            self._store, self._pending = self._pending.store(self.num_resources), None
+        return self._store
+
     def add(self, duration: float, resources, preds, key: int, meta: TaskMeta) -> int:
-        t = self.store.add(float(duration), list(resources), sorted(set(preds)), key)
+        if self._pending is not None:
+            t = self._pending.add(float(duration), list(resources), sorted(set(preds)), key)
+        else:
+            t = self.store.add(float(duration), list(resources), sorted(set(preds)), key)
         self.meta[t] = meta
         if t >= len(self._category):
             grow = max(t + 1, 2 * len(self._category))
@@ -58,6 +98,12 @@ class TaskGraph:
         self._device[t] = resources[0] if len(resources) else -1
         self._bytes[t] = meta.num_bytes
         return t
+
+    def add_preds(self, t: int, preds) -> None:
+        if self._pending is not None:
+            self._pending.preds[t].extend(preds)
+        else:
+            self.store.add_preds(t, preds)
 
     def remove(self, t: int) -> None:
         self.store.remove(t)
