@@ -7,6 +7,7 @@ import importlib
 import sys
 
 from stratagem.cli.stopping import EXIT_ABORTED, Aborted
+from stratagem.collection import fewer_collections
 from stratagem.errors import StratagemError
 from stratagem.files import writable_output
 
@@ -51,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         check_outputs(args)
-        return int(args.handler(args) or 0)
+        with fewer_collections():
+            return int(args.handler(args) or 0)
     except KeyboardInterrupt:
         print(f"stratagem {args.command}: interrupted (Ctrl-C)", file=sys.stderr)
         return EXIT_ABORTED

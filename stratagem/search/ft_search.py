@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from stratagem.collection import fewer_collections
 from stratagem.plan import Frontier, Plan
 from stratagem.search.context import PlanningContext, make_plan, recomputing, runnable_space
 from stratagem.search.ft import FTOptions, FTResult, Memo, merged
@@ -63,6 +64,11 @@ def frontier(ctx: PlanningContext, options: FTSearchOptions = FTSearchOptions())
     """The (peak memory, iteration time) frontier by Frontier Tracking (TensorOpt §3). Stopped by
     Ctrl-C (search.stopping): the points of the passes done, as many as were simulated; before FT
     has any, the alternatives it priced first (data parallel)."""
+    with fewer_collections():
+        return _frontier(ctx, options)
+
+
+def _frontier(ctx: PlanningContext, options: FTSearchOptions) -> Frontier:
     if options.recompute and not ctx.model.recompute:
         ctx = recomputing(ctx)
     try:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from stratagem.collection import fewer_collections
 from stratagem.sim import lifetimes, producers
 from stratagem.sim.memory import BufferSet, live_bytes, peak_memory, peak_memory_and_instants
 from stratagem.sim.state import SimState
@@ -66,14 +67,15 @@ class Simulation:
         self.op_buffers: dict[str, BufferSet] = {}
         self.edge_buffers: dict[int, BufferSet] = {}
         self._simulated = False
-        for op in self.graph.ops:
-            producers.add_op(self.state, op.name)
-        for k in range(len(self.state.edges)):
-            producers.add_edge(self.state, k)
-        for op in self.graph.ops:
-            self.op_buffers[op.name] = lifetimes.op_buffers(self.state, op.name)
-        for k in range(len(self.state.edges)):
-            self.edge_buffers[k] = lifetimes.edge_buffers(self.state, k)
+        with fewer_collections():
+            for op in self.graph.ops:
+                producers.add_op(self.state, op.name)
+            for k in range(len(self.state.edges)):
+                producers.add_edge(self.state, k)
+            for op in self.graph.ops:
+                self.op_buffers[op.name] = lifetimes.op_buffers(self.state, op.name)
+            for k in range(len(self.state.edges)):
+                self.edge_buffers[k] = lifetimes.edge_buffers(self.state, k)
 
     @property
     def store(self):
