@@ -43,7 +43,8 @@ import numpy as np
 from stratagem.search.problem import CostProblem
 from stratagem.search.progress import SILENT, Progress, phase
 from stratagem.search.tables import (
-    Combined, EdgeLeaf, Memo, NodeLeaf, Reindexed, Table, Term, Transposed, combine, digest, unroll,
+    Combined, EdgeLeaf, Memo, NodeLeaf, Reindexed, Table, Term, Transposed, combine, digest, edge_options,
+    unroll,
 )
 
 O0, O1 = ("o", 0), ("o", 1)
@@ -116,8 +117,12 @@ class _State:
                                          for i in range(problem.num_nodes)}
         self.edges: dict[tuple[int, int], list[Table]] = {}
         self.adjacent: dict[int, dict[int, None]] = {i: {} for i in range(problem.num_nodes)}
+        reduced: dict[tuple[int, int], tuple] = {}      # edges of repeated layers share arrays
         for e, costs in enumerate(problem.edges):
-            self.add_edge(costs.src, costs.dst, EdgeLeaf(e, costs.mem, costs.time))
+            key = (id(costs.mem), id(costs.time))
+            if key not in reduced:
+                reduced[key] = edge_options(costs.mem, costs.time)
+            self.add_edge(costs.src, costs.dst, EdgeLeaf(e, costs.mem, costs.time, reduced[key]))
         self.chains: list[list[int]] = []
         self.constants: list[Table] = []
         self.fixes: list[HeuristicFix] = []

@@ -87,10 +87,18 @@ class CostProblem:
     def within(self, threshold: float) -> "CostProblem":
         """The additive problem of the strategies whose every transient term is at most
         `threshold`: node configurations and edge options above it cost +inf memory."""
-        node_mem = tuple(np.where(t > threshold, np.inf, m) for t, m in
-                         zip(self.node_transient or [np.zeros_like(m) for m in self.node_mem], self.node_mem))
-        edges = tuple(EdgeCosts(e.src, e.dst, np.where(e.transient > threshold, np.inf, e.mem)
-                                if e.transient is not None else e.mem, e.time, e.name) for e in self.edges)
+        masked: dict[tuple[int, int], np.ndarray] = {}     # arrays shared (repeated layers) stay shared
+
+        def mask(transient: np.ndarray | None, mem: np.ndarray) -> np.ndarray:
+            if transient is None:
+                return mem
+            key = (id(transient), id(mem))
+            if key not in masked:
+                masked[key] = np.where(transient > threshold, np.inf, mem)
+            return masked[key]
+
+        node_mem = tuple(mask(t, m) for t, m in zip(self.node_transient or [None] * len(self.node_mem), self.node_mem))
+        edges = tuple(EdgeCosts(e.src, e.dst, mask(e.transient, e.mem), e.time, e.name) for e in self.edges)
         return CostProblem(node_mem, self.node_time, edges, self.names)
 
     def transient_of(self, assignment: Sequence[int], options: Sequence[int] | None = None) -> float:

@@ -74,19 +74,26 @@ class NodeLeaf(Table):
 
 
 class EdgeLeaf(Table):
-    """Per (k, p), the frontier of the edge's options; oriented as given (src, dst)."""
+    """Per (k, p), the frontier of the edge's options; oriented as given (src, dst). `reduced`:
+    `edge_options(mem, time)` when already made (edges of repeated layers share their arrays)."""
 
-    def __init__(self, edge: int, mem: np.ndarray, time: np.ndarray):
-        r, ks, kd = mem.shape
-        flat_m = np.moveaxis(mem, 0, -1).reshape(ks * kd, r)
-        flat_t = np.moveaxis(time, 0, -1).reshape(ks * kd, r)
-        m, t, src = reduce_rows(flat_m, flat_t)
+    def __init__(self, edge: int, mem: np.ndarray, time: np.ndarray, reduced: tuple | None = None):
         self.edge = edge
-        self.mem, self.time = m.reshape(ks, kd, -1), t.reshape(ks, kd, -1)
-        self.option = src.reshape(ks, kd, -1)
+        self.mem, self.time, self.option, self._key = reduced or edge_options(mem, time)
 
     def expand(self, index, slot):
         yield ("option", self.edge, int(self.option[index + (slot,)]))
+
+
+def edge_options(mem: np.ndarray, time: np.ndarray) -> tuple:
+    """An edge's [R, K_s, K_d] option costs as frontiers per (k, p): (mem, time, option, key)."""
+    r, ks, kd = mem.shape
+    flat_m = np.moveaxis(mem, 0, -1).reshape(ks * kd, r)
+    flat_t = np.moveaxis(time, 0, -1).reshape(ks * kd, r)
+    m, t, src = reduce_rows(flat_m, flat_t)
+    m, t = m.reshape(ks, kd, -1), t.reshape(ks, kd, -1)
+    return m, t, src.reshape(ks, kd, -1), digest(m.shape, np.ascontiguousarray(m).tobytes(),
+                                                 np.ascontiguousarray(t).tobytes())
 
 
 class Transposed(Table):

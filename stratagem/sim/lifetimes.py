@@ -170,8 +170,7 @@ def _output_users(state: SimState, name: str, i: int, d: int, tensor: str) -> li
 
 def _view_users(state: SimState, view: str, device: int) -> list[int]:
     out = state.graph.op(view).outputs[0]
-    return [u for i, d in enumerate(state.strategy[view].devices) if d == device
-            for u in _output_users(state, view, i, d, out)]
+    return [u for i in state.on_device(view, device) for u in _output_users(state, view, i, device, out)]
 
 
 def _dropped_by_producer(state: SimState, name: str, tensor: str) -> bool:
@@ -195,8 +194,7 @@ def _backward_sharers(state: SimState, name: str, tensor: str, device: int) -> l
                 or not state.same_layout(k):
             continue
         if tensor in state.saved[edge.dst_op]:
-            dst = state.strategy[edge.dst_op]
-            found.extend(state.op_tasks[edge.dst_op]["B"][i] for i, d in enumerate(dst.devices) if d == device)
+            found.extend(state.op_tasks[edge.dst_op]["B"][i] for i in state.on_device(edge.dst_op, device))
     return found
 
 
@@ -211,9 +209,8 @@ def _forward_readers(state: SimState, name: str, device: int, tensor: str) -> tu
         if steps:
             readers.append(steps[0])
         else:
-            dst = state.strategy[edge.dst_op]
             f = state.op_tasks[edge.dst_op]["F"]
-            readers.extend(f[i] for i, d in enumerate(dst.devices) if d == device)
+            readers.extend(f[i] for i in state.on_device(edge.dst_op, device))
     return tuple(readers)
 
 

@@ -157,9 +157,8 @@ def _forward_sources(state: SimState, k: int, fwd: list[int], device: int) -> li
         return [fwd[-1]]
     if e.src_op is None or state.is_weight_edge(k):
         return []
-    src = state.strategy[e.src_op]
     f = state.op_tasks[e.src_op]["F"]
-    same = [f[i] for i, d in enumerate(src.devices) if d == device]
+    same = [f[i] for i in state.on_device(e.src_op, device)]
     return same or list(f)
 
 

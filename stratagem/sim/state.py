@@ -65,6 +65,11 @@ class SimState:
                 found.append(tasks[config.devices.index(d)])
         return found
 
+    def on_device(self, name: str, device: int) -> list[int]:
+        """[i] when `device` is the i-th of `name`'s devices (its tasks' index there), else []."""
+        devices = self.strategy[name].devices
+        return [devices.index(device)] if device in devices else []
+
     def key(self, phase: int, op: str, slot: int, sub: int) -> int:
         return structural_key(phase, self.position[op], len(self.graph.ops), slot, sub)
 
