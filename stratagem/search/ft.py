@@ -43,8 +43,7 @@ import numpy as np
 from stratagem.search.problem import CostProblem
 from stratagem.search.progress import SILENT, Progress, phase
 from stratagem.search.tables import (
-    Combined, EdgeLeaf, Memo, NodeLeaf, Reindexed, Table, Term, Transposed, combine, digest, edge_options,
-    unroll,
+    Combined, EdgeLeaf, Memo, NodeLeaf, Reindexed, Table, Term, Transposed, combine, digest, unroll,
 )
 
 O0, O1 = ("o", 0), ("o", 1)
@@ -117,18 +116,15 @@ class _State:
                                          for i in range(problem.num_nodes)}
         self.edges: dict[tuple[int, int], list[Table]] = {}
         self.adjacent: dict[int, dict[int, None]] = {i: {} for i in range(problem.num_nodes)}
-        reduced: dict[tuple[int, int], tuple] = {}      # edges of repeated layers share arrays
+        self.memo = Memo() if memo is None else memo   # repeated layers reduce once (tables.Memo)
         for e, costs in enumerate(problem.edges):
-            key = (id(costs.mem), id(costs.time))
-            if key not in reduced:
-                reduced[key] = edge_options(costs.mem, costs.time)
-            self.add_edge(costs.src, costs.dst, EdgeLeaf(e, costs.mem, costs.time, reduced[key]))
+            self.add_edge(costs.src, costs.dst,
+                          EdgeLeaf(e, costs.mem, costs.time, self.memo.edge_options(costs.mem, costs.time)))
         self.chains: list[list[int]] = []
         self.constants: list[Table] = []
         self.fixes: list[HeuristicFix] = []
         self.counts = {"edge": 0, "node": 0, "leaf": 0, "branch": 0, "heuristic": 0}
         self.left = problem.num_nodes           # nodes not yet reported eliminated (`newly_eliminated`)
-        self.memo = Memo() if memo is None else memo   # repeated layers reduce once (tables.Memo)
         self.round: list[int] = []              # try_exact's nodes left in this round, last first
 
     def combine(self, terms: list[Term], out_sizes: tuple[int, ...], k_size: int | None = None,

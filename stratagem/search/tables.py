@@ -164,11 +164,20 @@ def _resolve(spec_entry: Any, index: tuple[int, ...], k: int) -> int:
 
 
 class Memo:
-    """Results of `combine` by key: (mem, time, k_choice, slots), arrays no one writes to."""
+    """Results of `combine` by key: (mem, time, k_choice, slots), arrays no one writes to; and
+    edges' option frontiers (`edge_options`) by their arrays' digest."""
 
     def __init__(self):
         self.results: dict[bytes, tuple] = {}
+        self.edges: dict[bytes, tuple] = {}
         self.reused = 0
+
+    def edge_options(self, mem: np.ndarray, time: np.ndarray) -> tuple:
+        key = digest(mem.shape, np.ascontiguousarray(mem).tobytes(), np.ascontiguousarray(time).tobytes())
+        found = self.edges.get(key)
+        if found is None:
+            found = self.edges[key] = edge_options(mem, time)
+        return found
 
     def get(self, key: bytes) -> tuple | None:
         found = self.results.get(key)
