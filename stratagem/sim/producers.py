@@ -172,12 +172,10 @@ def _wire_backward(state: SimState, k: int, bwd: list[int]) -> None:
         for t in targets:
             store.add_preds(t, sources)
         return
-    src = state.strategy[e.src_op]
-    dst = state.strategy[e.dst_op]
     consumer_b = state.op_tasks[e.dst_op]["B"]
-    for i, d in enumerate(src.devices):
+    for i, d in enumerate(state.strategy[e.src_op].devices):
         if bwd:
             sources = [bwd[-1]]
         else:
-            sources = [consumer_b[j] for j, dd in enumerate(dst.devices) if dd == d] or list(consumer_b)
+            sources = [consumer_b[j] for j in state.on_device(e.dst_op, d)] or list(consumer_b)
         store.add_preds(owner["B"][i], sources)

@@ -27,6 +27,7 @@ class SimState:
         self.viewed = model.viewed_inputs
         self.saved = {op.name: frozenset(saved_tensors(self.graph, op)) for op in self.graph.ops}
         self.edges = model.edges()
+        self._same_layout: dict[int, tuple] = {}
         check_reuse(self.edges, self.reuse)
         self.edges_of: dict[str, list[int]] = {}
         for k, e in enumerate(self.edges):
@@ -81,8 +82,14 @@ class SimState:
         return is_weight_edge(self.graph, e.tensor, e.src_op)
 
     def same_layout(self, k: int) -> bool:
-        """The consumer reads the producer's shard as it is (no copy, no slice)."""
+        """The consumer reads the producer's shard as it is (no copy, no slice); kept per edge
+        with the two configurations it was found for (delta simulation changes them)."""
         e = self.edges[k]
-        index = self.graph.op(e.dst_op).inputs.index(e.tensor)
-        return (self.model.layouts.output_layout(e.src_op, self.strategy[e.src_op])
-                == self.model.input_layout(e.dst_op, self.strategy[e.dst_op], index))
+        configs = (self.strategy[e.src_op], self.strategy[e.dst_op])
+        found = self._same_layout.get(k)
+        if found is None or found[0] != configs:
+            index = self.graph.op(e.dst_op).inputs.index(e.tensor)
+            same = (self.model.layouts.output_layout(e.src_op, configs[0])
+                    == self.model.input_layout(e.dst_op, configs[1], index))
+            found = self._same_layout[k] = (configs, same)
+        return found[1]
