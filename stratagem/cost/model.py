@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
+
 from stratagem.cluster import Cluster, CommTable, load
 from stratagem.cost.compute import ComputeModel
 from stratagem.cost.compute_table import ComputeTable, ProfileRequest
@@ -201,26 +203,23 @@ class CostModel:
         """Per kind, per device, the additive memory (weights, gradients, optimizer state,
         activations: saved ones and kept re-scheduled copies, less buffers shared by their
         keepers) and the largest transient term: what Eq. 3's peak adds up."""
-        n = self.num_devices
-        parts = {kind: [0.0] * n for kind in MEMORY_KINDS}
+        parts = {kind: np.zeros(self.num_devices) for kind in MEMORY_KINDS}
         for op in self.graph.ops:
             config = strategy[op.name]
             memory = self.op_cost(op.name, config).memory
-            for d in config.devices:
-                parts["weights"][d] += memory.parameter_bytes
-                parts["gradients"][d] += memory.gradient_bytes
-                parts["optimizer_state"][d] += memory.optimizer_bytes
-                parts["activations"][d] += memory.activation_bytes
+            at = slice(config.devices.start, config.devices.stop)
+            parts["weights"][at] += memory.parameter_bytes
+            parts["gradients"][at] += memory.gradient_bytes
+            parts["optimizer_state"][at] += memory.optimizer_bytes
+            parts["activations"][at] += memory.activation_bytes
         for edge in self.edges():
-            for d in strategy[edge.dst_op].devices:
-                parts["activations"][d] += self.edge_cost_in(edge, strategy).extra_memory_bytes
+            devices = strategy[edge.dst_op].devices
+            parts["activations"][devices.start:devices.stop] += self.edge_cost_in(edge, strategy).extra_memory_bytes
         for num_bytes, devices in sharing_credits(self, strategy):
-            for d in devices:
-                parts["activations"][d] -= num_bytes
+            np.subtract.at(parts["activations"], list(devices), num_bytes)
         for num_bytes, devices, _ in transient_terms(self, strategy):
-            for d in devices:
-                parts["transient"][d] = max(parts["transient"][d], num_bytes)
-        return parts
+            np.maximum.at(parts["transient"], list(devices), num_bytes)
+        return {kind: values.tolist() for kind, values in parts.items()}
 
     # ---- shared pieces (used by opcost and edgecost) -------------------------------------------------
     def price(self, kind: str, num_bytes: float, groups: tuple[tuple[int, ...], ...]) -> float:

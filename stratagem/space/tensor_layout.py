@@ -86,14 +86,10 @@ class TensorLayout:
     def axis_groups(self, axes: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
         """Device groups that differ only in the coordinates of `axes` (flattened together), each
         in device order, ordered by their first device; computed once per `axes`."""
-        cache = self.__dict__.get("_axis_groups")
-        if cache is None:
-            cache = {}
-            object.__setattr__(self, "_axis_groups", cache)
-        found = cache.get(axes)
-        if found is None:
-            found = cache[axes] = _axis_groups(self.first_device, self.mesh_shape, axes)
-        return found
+        cache = self._cache("_axis_groups")
+        if axes not in cache:
+            cache[axes] = _axis_groups(self.first_device, self.mesh_shape, axes)
+        return cache[axes]
 
     def shard_degree(self, dim: int) -> int:
         return self._degrees.get(dim, 1)
@@ -107,13 +103,17 @@ class TensorLayout:
 
     def local_num_elements(self, shape: tuple[int, ...]) -> int:
         """Elements of the largest local block, computed once per shape."""
-        cache = self.__dict__.get("_local_elements")
-        if cache is None:
-            cache = {}
-            object.__setattr__(self, "_local_elements", cache)
-        found = cache.get(shape)
+        cache = self._cache("_local_elements")
+        if shape not in cache:
+            cache[shape] = math.prod(self.local_shape(shape))
+        return cache[shape]
+
+    def _cache(self, name: str) -> dict:
+        """A dict kept on this (frozen) layout under `name`, made on first use (pickles drop it)."""
+        found = self.__dict__.get(name)
         if found is None:
-            found = cache[shape] = math.prod(self.local_shape(shape))
+            found = {}
+            object.__setattr__(self, name, found)
         return found
 
     def with_placement(self, axis: int, placement: Placement) -> "TensorLayout":
