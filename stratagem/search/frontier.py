@@ -15,6 +15,11 @@ whole batches at once: `reduce_rows` reduces each row of a 2-D candidate array i
 Algorithm 1 per row, compiled (numba, no GIL: FT's threads reduce rows side by side): order the
 candidates by memory; of each group of equal memory the fastest survives iff its time is strictly
 below every earlier group's; survivors are compacted to the front of the row.
+
+Node elimination's product-union-reduce, reduce_k A[h, k] (x) B[k, j], has K * W_a * W_b
+candidates per output; `union_of_products` finds the same survivors without building them,
+skipping what the candidates kept so far strictly dominate (whole configurations k, whole rows
+of A's tuples), which can neither survive nor change what does.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ every strategy on the (memory, time) frontier, each unrolled to a configuration 
     loop:
         mark the linear chain: from the first node, while the last marked node has exactly one
         other neighbor, mark it                                        (`_State.extend_marks`)
-        exact eliminations of unmarked nodes, any that applies:        (`_State.try_exact`)
+        exact eliminations of unmarked nodes, in rounds (the nodes of degree <= 2 when a round
+        starts, each if it still qualifies), any that applies:         (`_State.try_exact`)
             edge elimination   E_ij = E1_ij (x) E2_ij                                  Eq. 5
             node elimination   E_hj[w,p] = reduce U_k E_hi[w,k] (x) N_i[k] (x) E_ij[k,p]  Eq. 4
             leaf elimination   N_j[p] = N_j[p] (x) reduce U_k N_i[k] (x) E_ij[k,p]
@@ -24,7 +25,9 @@ every strategy on the (memory, time) frontier, each unrolled to a configuration 
     product of the chains' and fixed nodes' frontiers, then unroll every point   (`unroll`)
 
 The graph is treated as undirected: every elimination is exact for pairwise costs whatever the
-edge direction. Node and leaf eliminations are special cases of `tables.combine`, which keeps for
+edge direction, and in any order. Combines are remembered by their terms' keys (`tables.Memo`,
+shared by the peak passes): the blocks of a repeated stack, reduced round by round on their own
+tables, reuse the first block's results. Node and leaf eliminations are special cases of `tables.combine`, which keeps for
 every frontier tuple the choices that produced it; nothing is recomputed to unroll. Chunks of a
 combine run on a thread pool (TensorOpt's multi-threading: configurations of one node are
 independent); numpy releases the GIL in the sorts that dominate.
@@ -398,7 +401,7 @@ def frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions(),
     `memo` (tables.Memo) may carry reductions over from an earlier run on a related problem (a
     peak pass of the same tables with some configurations masked)."""
     start = _time.perf_counter()
-    reused_before = memo.reused if memo is not None else 0
+    reused_before, computed_before = (memo.reused, memo.computed) if memo is not None else (0, 0)
     with _pool(options.workers) as pool, phase(progress, name, problem.num_nodes):
         state = _State(problem, options, pool, prefer, memo)
         if options.hub_span:
@@ -425,7 +428,8 @@ def frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions(),
         points.append(FTPoint(float(table.mem[slot]), float(table.time[slot]),
                               tuple(nodes[i] for i in range(problem.num_nodes)),
                               tuple(opts.get(e, 0) for e in range(len(problem.edges)))))
-    stats = dict(state.counts, reused=state.memo.reused - reused_before, chains=[len(c) for c in state.chains],
+    stats = dict(state.counts, reused=state.memo.reused - reused_before,
+                 computed=state.memo.computed - computed_before, chains=[len(c) for c in state.chains],
                  exact=options.memory_resolution == 0 and options.max_width is None and not state.fixes,
                  seconds=_time.perf_counter() - start)
     return FTResult(tuple(points), tuple(state.fixes), stats)

@@ -73,7 +73,8 @@ def peak_frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions(
             left = int(below.size)
             break
         tau = float(below[-1])
-    stats = dict(found.stats, passes=passes, thresholds=len(thresholds), peak_thresholds_left=left, reused=memo.reused,
+    stats = dict(found.stats, passes=passes, thresholds=len(thresholds), peak_thresholds_left=left,
+                 reused=memo.reused, computed=memo.computed,
                  exact=exact and not left and not stopped, seconds=_time.perf_counter() - start)
     if stopped:
         stats["interrupted"] = stopped

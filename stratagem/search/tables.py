@@ -170,7 +170,8 @@ class Memo:
     def __init__(self):
         self.results: dict[bytes, tuple] = {}
         self.edges: dict[bytes, tuple] = {}
-        self.reused = 0
+        self.reused = 0         # combines answered from `results`
+        self.computed = 0       # combines computed
 
     def edge_options(self, mem: np.ndarray, time: np.ndarray) -> tuple:
         key = digest(mem.shape, np.ascontiguousarray(mem).tobytes(), np.ascontiguousarray(time).tobytes())
@@ -203,6 +204,7 @@ def combine(terms: Sequence[Term], out_sizes: Sequence[int], k_size: int | None 
         found = _combined_arrays(terms, final_shape, k_size, executor, resolution, max_width)
         if memo is not None:
             memo.results[key] = found
+            memo.computed += 1
     mem, time, k_choice, slots = found
     return Combined(terms, node if k_size else None, mem, time, k_choice, slots, fixed, key)
 

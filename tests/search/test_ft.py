@@ -132,3 +132,14 @@ def test_identical_blocks_are_reduced_once():
         result = frontier_tracking(problem, FTOptions(workers=1))
         assert result.stats["reused"] >= 2
         assert result.pairs == brute_force_frontier(problem).pairs()
+
+
+def test_a_deeper_stack_of_identical_blocks_computes_one_more_combine_per_block():
+    """Beyond the first blocks, each block's eliminations are reused and only the linear DP over
+    the stack computes anew: one combine per block, where a block takes six."""
+    computed = {}
+    for copies in (6, 12, 24):
+        stats = frontier_tracking(tiled(3, copies, 1), FTOptions(workers=1)).stats
+        computed[copies] = stats["computed"]
+        assert stats["reused"] >= 5 * (copies - 3)
+    assert computed[12] - computed[6] <= 6 and computed[24] - computed[12] <= 12
