@@ -51,6 +51,7 @@ from stratagem.search.context import make_plan
 from stratagem.search.ft import FTOptions, frontier_tracking
 from stratagem.search.problem import CostProblem, EdgeCosts
 from stratagem.search.progress import SILENT, Progress, phase
+from stratagem.search.repeats import signature
 from stratagem.search.space import member_configs
 from stratagem.search.stopping import fallback_plan
 from stratagem.search.tofu_cost import TofuCost
@@ -94,6 +95,7 @@ class Tofu:
         groups = groups or coarsen(model.graph, model.analyses)
         self.nodes = tuple(TofuNode(g, tuple(self.cost.weights_read(g.members).items())) for g in groups)
         self.node_of = {op: n for n, node in enumerate(self.nodes) for op in node.group.members}
+        self._structure = tuple(signature(model, g, (), ()) for g in groups)
         self._links = self._node_links()
 
     def _node_links(self) -> tuple[list[tuple], dict[tuple[int, int], list[tuple]]]:
@@ -109,8 +111,21 @@ class Tofu:
 
     # ---- one step -----------------------------------------------------------------------------
     def choices(self, prefix: tuple[tuple[Level, ...], ...], parts: int) -> StepChoices:
+        """Per node, what a step may split; a node with the structure of an earlier one
+        (search.repeats.signature) under the same prefix takes its choices, members by position."""
         dims, nested, members = [], [], []
-        for node, levels in zip(self.nodes, prefix):
+        done: dict[tuple, int] = {}
+        for n, (node, levels) in enumerate(zip(self.nodes, prefix)):
+            key = (self._structure[n], levels)
+            if key in done:
+                twin = done[key]
+                dims.append(dims[twin])
+                nested.append(nested[twin])
+                earlier = members[twin]
+                members.append({name: earlier[other] for name, other
+                                in zip(node.group.members, self.nodes[twin].group.members)})
+                continue
+            done[key] = n
             analysis = self.model.analyses[node.group.anchor]
             found = [d.name for d in analysis.dims
                      if d.splittable and is_valid(analysis, (*levels, Level(d.name, parts)), BASIC)

@@ -89,3 +89,22 @@ def test_plan_nests_the_steps_outermost_first_and_simulates():
         assert plan.strategy[op] == Configuration(tuple(Level(step[n], 2) for step in dims))
     assert plan.algorithm == "tofu" and np.isfinite(plan.iteration_time_s)
     assert plan.details["tofu_bytes"] == pytest.approx(sum(plan.details["step_bytes"]))
+
+
+@pytest.mark.parametrize("name", ["gpt-tiny", "wideresnet-tiny"])
+def test_nodes_of_one_structure_share_their_step_choices(name):
+    """Nodes with equal structure (search.repeats.signature) take an earlier node's choices,
+    members renamed by position: the same as computing every node's own."""
+    import warnings
+
+    from stratagem import zoo
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = zoo.build(name)
+    tofu = Tofu(context(graph, "k80-1x8", 4).model, runnable=True)
+    shared = len(set(tofu._structure))
+    assert shared < len(tofu.nodes)           # the model has repeated nodes
+    prefix = tuple(() for _ in tofu.nodes)
+    found = tofu.choices(prefix, 2)
+    tofu._structure = tuple(range(len(tofu.nodes)))
+    assert tofu.choices(prefix, 2) == found
