@@ -14,7 +14,8 @@
 Two groups with one signature read equal facts through equal positions, so every table
 `search.space` builds for them (node memory and time, transient terms, flag memory) is equal.
 `tests/search/test_repeats.py` checks it: tables built with twins equal tables built group by
-group, on every zoo model's tiny variant and on full-size decoders.
+group, on the zoo's tiny variants (one per family of sizes; also with sharded states and
+recomputed blocks) and on gpt-125m. Tofu's steps use the signature too (`search.tofu.choices`).
 """
 
 from __future__ import annotations
