@@ -21,6 +21,7 @@ recomputed blocks) and on gpt-125m. Tofu's steps use the signature too (`search.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from stratagem.cost.memory import saved_tensors
 from stratagem.cost.recompute import as_captured
@@ -35,6 +36,11 @@ def twins(model, groups: Sequence[Group], configs: Sequence[tuple], flags: Seque
     first: dict[tuple, int] = {}
     return tuple(first.setdefault(signature(model, group, configs[g], flags[g]), g)
                  for g, group in enumerate(groups))
+
+
+def renamed(found: Mapping[str, Any], twin: Group, group: Group) -> dict[str, Any]:
+    """What `twin`'s members have (by name), given to `group`'s members at the same positions."""
+    return {name: found[other] for name, other in zip(group.members, twin.members)}
 
 
 def signature(model, group: Group, configs: tuple, flags: tuple) -> tuple:
@@ -76,4 +82,4 @@ def _tensor(model, graph: Graph, tensor: str, reader, position: Mapping[str, int
             tensor in model.kept_tensors, len(consumers), keepers, source)
 
 
-__all__ = ["signature", "twins"]
+__all__ = ["renamed", "signature", "twins"]

@@ -39,7 +39,7 @@ from stratagem.search.coarsen import Group, coarsen, derive_follower_config
 from stratagem.search.flags import edge_flag_key, expand_edge, expand_nodes, flagged_tensors, flags_of_strategy, node_flag_memory
 from stratagem.search.levels import Level, expand, fold, level_count, level_of, member_inputs
 from stratagem.search.problem import CostProblem, EdgeCosts
-from stratagem.search.repeats import twins
+from stratagem.search.repeats import renamed, twins
 from stratagem.search.progress import SILENT, Progress, phase
 from stratagem.space import Configuration, SpaceOptions
 from stratagem.tdl.graphops import analysis_key
@@ -143,8 +143,7 @@ def _member_configs(model, groups, configs, twin) -> tuple[dict[str, tuple[Confi
     members: list[dict[str, tuple[Configuration, ...]]] = []
     for g, (group, cfgs) in enumerate(zip(groups, configs)):
         if twin[g] < g:
-            earlier = members[twin[g]]
-            members.append({name: earlier[other] for name, other in zip(group.members, groups[twin[g]].members)})
+            members.append(renamed(members[twin[g]], groups[twin[g]], group))
         else:
             members.append(member_configs(model, group, cfgs))
     return tuple(members)

@@ -47,8 +47,7 @@ class Table:
     def key(self) -> bytes:
         """A digest that is equal for two tables only if their arrays are (`Memo`)."""
         if self._key is None:
-            self._key = digest(self.mem.shape, np.ascontiguousarray(self.mem).tobytes(),
-                                np.ascontiguousarray(self.time).tobytes())
+            self._key = content_key(self.mem, self.time)
         return self._key
 
     @property
@@ -92,8 +91,7 @@ def edge_options(mem: np.ndarray, time: np.ndarray) -> tuple:
     flat_t = np.moveaxis(time, 0, -1).reshape(ks * kd, r)
     m, t, src = reduce_rows(flat_m, flat_t)
     m, t = m.reshape(ks, kd, -1), t.reshape(ks, kd, -1)
-    return m, t, src.reshape(ks, kd, -1), digest(m.shape, np.ascontiguousarray(m).tobytes(),
-                                                 np.ascontiguousarray(t).tobytes())
+    return m, t, src.reshape(ks, kd, -1), content_key(m, t)
 
 
 class Transposed(Table):
@@ -174,7 +172,7 @@ class Memo:
         self.computed = 0       # combines computed
 
     def edge_options(self, mem: np.ndarray, time: np.ndarray) -> tuple:
-        key = digest(mem.shape, np.ascontiguousarray(mem).tobytes(), np.ascontiguousarray(time).tobytes())
+        key = content_key(mem, time)
         found = self.edges.get(key)
         if found is None:
             found = self.edges[key] = edge_options(mem, time)
@@ -237,6 +235,11 @@ def _combined_arrays(terms: list[Term], final_shape: tuple[int, ...], k_size: in
     shape = final_shape + (width,)
     return (mem.reshape(shape), time.reshape(shape), k_choice.reshape(shape),
             [s.reshape(shape) for s in slots])
+
+
+def content_key(mem: np.ndarray, time: np.ndarray) -> bytes:
+    """A table's key from its arrays: equal only for equal shapes and values."""
+    return digest(mem.shape, np.ascontiguousarray(mem).tobytes(), np.ascontiguousarray(time).tobytes())
 
 
 def digest(*parts: Any) -> bytes:

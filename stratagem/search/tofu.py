@@ -51,7 +51,7 @@ from stratagem.search.context import make_plan
 from stratagem.search.ft import FTOptions, frontier_tracking
 from stratagem.search.problem import CostProblem, EdgeCosts
 from stratagem.search.progress import SILENT, Progress, phase
-from stratagem.search.repeats import signature
+from stratagem.search.repeats import renamed, signature
 from stratagem.search.space import member_configs
 from stratagem.search.stopping import fallback_plan
 from stratagem.search.tofu_cost import TofuCost
@@ -121,9 +121,7 @@ class Tofu:
                 twin = done[key]
                 dims.append(dims[twin])
                 nested.append(nested[twin])
-                earlier = members[twin]
-                members.append({name: earlier[other] for name, other
-                                in zip(node.group.members, self.nodes[twin].group.members)})
+                members.append(renamed(members[twin], self.nodes[twin].group, node.group))
                 continue
             done[key] = n
             analysis = self.model.analyses[node.group.anchor]

@@ -56,11 +56,14 @@ class _Pending:
     def store(self, num_resources: int) -> TaskStore:
         if not self.duration:
             return TaskStore(num_resources)
-        flat = lambda lists: np.fromiter((x for xs in lists for x in xs), dtype=np.int64)  # noqa: E731
-        count = lambda lists: np.fromiter((len(xs) for xs in lists), dtype=np.int64, count=len(lists))  # noqa: E731
         return TaskStore.from_arrays(num_resources, np.asarray(self.duration, dtype=float),
-                                     np.asarray(self.topo, dtype=np.int64), count(self.resources),
-                                     flat(self.resources), count(self.preds), flat(self.preds))
+                                     np.asarray(self.topo, dtype=np.int64), *_csr(self.resources), *_csr(self.preds))
+
+
+def _csr(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """(length of each list, their items one after another)."""
+    counts = np.fromiter((len(xs) for xs in lists), dtype=np.int64, count=len(lists))
+    return counts, np.fromiter((x for xs in lists for x in xs), dtype=np.int64, count=int(counts.sum()))
 
 
 class TaskGraph:
