@@ -27,7 +27,7 @@ from __future__ import annotations
 from stratagem.cost.memory import keeps_copy
 from stratagem.cost.opcost import kept_inside
 from stratagem.ir import dtype_bytes
-from stratagem.sim.memory import Buffer, BufferSet
+from stratagem.sim.memory import BufferLists, BufferSet
 from stratagem.sim.state import SimState
 
 
@@ -42,33 +42,36 @@ def op_buffers(state: SimState, name: str) -> BufferSet:
     resident = memory.parameter_bytes + memory.gradient_bytes + memory.optimizer_bytes
     layout = state.model.layouts.output_layout(name, config)
     aliased = view_source(state, name) is not None
-    buffers = []
+    outputs = [(layout.local_num_elements(state.graph.tensors[t].shape) * dtype_bytes(state.graph.tensors[t].dtype),
+                _output_users(state, name, t)) for t in (() if aliased else op.outputs)]
+    recomputed = _recomputed_sizes(state, name)
+    forward, backward = tasks["F"], tasks["B"]
+    found = BufferLists()
     for i, d in enumerate(config.devices):
         if resident:
-            buffers.append(Buffer(d, resident, None))
-        buffers.extend(_weight_copy_buffers(cost.weight_copies, tasks, i, d))
+            found.add(d, resident, None)
+        _add_weight_copies(found, cost.weight_copies, tasks, i, d)
         if memory.kept_inside_bytes:
-            buffers.append(Buffer(d, memory.kept_inside_bytes, tasks["F"][i], (tasks["B"][i],)))
-        buffers.extend(_recomputed_buffers(state, name, i, d))
-        for t in () if aliased else op.outputs:
-            spec = state.graph.tensors[t]
-            size = layout.local_num_elements(spec.shape) * dtype_bytes(spec.dtype)
-            users = _output_users(state, name, i, d, t)
-            buffers.append(Buffer(d, size, tasks["F"][i], tuple(users) or (tasks["F"][i],)))
-    return BufferSet.of(buffers)
+            found.add(d, memory.kept_inside_bytes, forward[i], (backward[i],))
+        if recomputed:
+            start = _recomputation_start(state, name, i, d)
+            for num_bytes in recomputed:
+                found.add(d, num_bytes, start, (backward[i],))
+        for size, users in outputs:
+            found.add(d, size, forward[i], users[i] or (forward[i],))
+    return found.done()
 
 
-def _weight_copy_buffers(copies, tasks, i: int, d: int) -> list[Buffer]:
+def _add_weight_copies(found: BufferLists, copies, tasks, i: int, d: int) -> None:
     """The op's copies of its weights (cost.costs.WeightCopies) on its i-th device d: from its
     first gather (else its forward) until its forward ends, or its backward; a re-gathered one
     again from its backward gather until its backward ends."""
     start = tasks["G"][0] if tasks["G"] else tasks["F"][i]
-    found = [Buffer(d, num_bytes, start, (tasks[until][i],))
-             for num_bytes, until in ((copies.freed_bytes + copies.regathered_bytes, "F"), (copies.kept_bytes, "B"))
-             if num_bytes]
+    for num_bytes, until in ((copies.freed_bytes + copies.regathered_bytes, "F"), (copies.kept_bytes, "B")):
+        if num_bytes:
+            found.add(d, num_bytes, start, (tasks[until][i],))
     if copies.regathered_bytes and tasks["BG"]:
-        found.append(Buffer(d, copies.regathered_bytes, tasks["BG"][0], (tasks["B"][i],)))
-    return found
+        found.add(d, copies.regathered_bytes, tasks["BG"][0], (tasks["B"][i],))
 
 
 def edge_buffers(state: SimState, k: int) -> BufferSet:
@@ -76,7 +79,7 @@ def edge_buffers(state: SimState, k: int) -> BufferSet:
     e = state.edges[k]
     fwd = state.edge_tasks[k]["fwd"]
     if not fwd:
-        return BufferSet.of(_slice_buffers(state, k))
+        return _slice_buffers(state, k)
     cost = state.edge_cost(k)
     dst = state.strategy[e.dst_op]
     tasks = state.op_tasks[e.dst_op]
@@ -87,16 +90,14 @@ def edge_buffers(state: SimState, k: int) -> BufferSet:
     option = cost.default_reuse                  # the option it is priced under
     kept = keeps_copy(state.graph, state.graph.op(e.dst_op), e.tensor, option)
     viewed = view_source(state, e.dst_op) == k
-    out = state.graph.op(e.dst_op).outputs[0]
-    buffers = []
+    view_users = _output_users(state, e.dst_op, state.graph.op(e.dst_op).outputs[0]) if viewed else None
+    until_kind = tasks["B"] if kept else tasks["F"]
+    found = BufferLists()
     for i, d in enumerate(dst.devices):
-        until = [tasks["B"][i] if kept else tasks["F"][i]]
-        if viewed:
-            until.extend(_output_users(state, e.dst_op, i, d, out))
-        buffers.append(Buffer(d, size, fwd[0], tuple(until)))
+        found.add(d, size, fwd[0], [until_kind[i], *view_users[i]] if viewed else (until_kind[i],))
         if cost.temporary_bytes:
-            buffers.append(Buffer(d, cost.temporary_bytes, fwd[0], (fwd[-1],)))
-    return BufferSet.of(buffers)
+            found.add(d, cost.temporary_bytes, fwd[0], (fwd[-1],))
+    return found.done()
 
 
 def touched_by(state: SimState, op: str) -> tuple[set[str], set[int]]:
@@ -115,29 +116,32 @@ def _recomputed_with(state: SimState, op: str) -> set[str]:
     return {name for name, last in start.items() if last == op}
 
 
-def _recomputed_buffers(state: SimState, name: str, i: int, d: int) -> list[Buffer]:
-    """What a recomputed op keeps again (cost.recompute): from the start of its block's
-    recomputation (the backward of the block's last op on d, else its own) until its backward."""
+def _recomputed_sizes(state: SimState, name: str) -> list[float]:
+    """The bytes a recomputed op keeps again on each of its devices (cost.recompute): what its
+    kernel keeps inside, then each saved tensor's shard; [] when `name` is not recomputed."""
     graph = state.graph
     if name not in graph.meta.get("recompute_from", {}):
         return []
     saved = graph.meta.get("recompute_saved", {}).get(name, ())
     config, op = state.strategy[name], graph.op(name)
-    last = graph.meta["recompute_from"][name]
-    start = state.op_tasks[name]["B"][i]
-    if last in state.op_tasks and d in state.strategy[last].devices:
-        start = state.op_tasks[last]["B"][state.strategy[last].devices.index(d)]
-    found = []
     inside = kept_inside(graph, op, state.model.input_layout(name, config, 0) if op.inputs else None)
-    if inside:
-        found.append(Buffer(d, inside, start, (state.op_tasks[name]["B"][i],)))
+    found = [inside] if inside else []
     for t in saved:
         spec = graph.tensors[t]
         layout = (state.model.layouts.output_layout(name, config) if t in op.outputs
                   else state.model.input_layout(name, config, op.inputs.index(t)))
-        found.append(Buffer(d, layout.local_num_elements(spec.shape) * dtype_bytes(spec.dtype), start,
-                            (state.op_tasks[name]["B"][i],)))
+        found.append(layout.local_num_elements(spec.shape) * dtype_bytes(spec.dtype))
     return found
+
+
+def _recomputation_start(state: SimState, name: str, i: int, d: int) -> int:
+    """When a recomputed op's kept tensors live again on its i-th device d: from the start of its
+    block's recomputation (the backward of the block's last op on d, else its own), until its
+    backward."""
+    last = state.graph.meta["recompute_from"][name]
+    if last in state.op_tasks and d in state.strategy[last].devices:
+        return state.op_tasks[last]["B"][d - state.strategy[last].devices.start]
+    return state.op_tasks[name]["B"][i]
 
 
 def view_source(state: SimState, name: str) -> int | None:
@@ -153,24 +157,49 @@ def view_source(state: SimState, name: str) -> int | None:
     return None
 
 
-def _output_users(state: SimState, name: str, i: int, d: int, tensor: str) -> list[int]:
-    """Tasks on device d (the i-th of `name`'s) that need `name`'s shard of `tensor`: forward
-    readers, backward of whoever keeps it, and the users of every view that aliases it."""
-    users = list(_forward_readers(state, name, d, tensor))
+def _output_users(state: SimState, name: str, tensor: str) -> list[list[int]]:
+    """Per device of `name` (by index), the tasks there that need name's shard of `tensor`:
+    forward readers, backward of whoever keeps it, and the users of every view that aliases it."""
+    devices = state.strategy[name].devices
+    users: list[list[int]] = [[] for _ in devices]
+    out = [k for k in state.edges_of.get(name, ())
+           if state.edges[k].src_op == name and state.edges[k].tensor == tensor]
+    for k in out:                                   # forward readers
+        if k not in state.edge_tasks:
+            continue
+        steps = state.edge_tasks[k]["fwd"]
+        if steps:
+            for found in users:
+                found.append(steps[0])
+        else:
+            _add_on_shared_devices(state, users, devices, state.edges[k].dst_op, "F")
     if tensor in state.saved[name] and not _dropped_by_producer(state, name, tensor):
-        users.append(state.op_tasks[name]["B"][i])
-    users.extend(_backward_sharers(state, name, tensor, d))
-    for k in state.edges_of.get(name, ()):
-        e = state.edges[k]
-        if e.src_op == name and e.tensor == tensor and not state.edge_tasks[k]["fwd"] \
-                and view_source(state, e.dst_op) == k:
-            users.extend(_view_users(state, e.dst_op, d))
+        for found, b in zip(users, state.op_tasks[name]["B"]):
+            found.append(b)
+    for k in out:                                   # consumers keeping the producer's buffer
+        consumer = state.edges[k].dst_op
+        if not state.edge_tasks[k]["fwd"] and state.same_layout(k) and tensor in state.saved[consumer]:
+            _add_on_shared_devices(state, users, devices, consumer, "B")
+    for k in out:                                   # views aliasing it
+        view = state.edges[k].dst_op
+        if not state.edge_tasks[k]["fwd"] and view_source(state, view) == k:
+            _add_view_users(state, users, devices, view)
     return users
 
 
-def _view_users(state: SimState, view: str, device: int) -> list[int]:
-    out = state.graph.op(view).outputs[0]
-    return [u for i in state.on_device(view, device) for u in _output_users(state, view, i, device, out)]
+def _add_on_shared_devices(state: SimState, users: list[list[int]], devices: range, other: str, kind: str) -> None:
+    """users[i] gets other's task of `kind` on the i-th of `devices`, where `other` runs there."""
+    theirs = state.strategy[other].devices
+    tasks = state.op_tasks[other][kind]
+    for d in range(max(devices.start, theirs.start), min(devices.stop, theirs.stop)):
+        users[d - devices.start].append(tasks[d - theirs.start])
+
+
+def _add_view_users(state: SimState, users: list[list[int]], devices: range, view: str) -> None:
+    theirs = state.strategy[view].devices
+    view_users = _output_users(state, view, state.graph.op(view).outputs[0])
+    for d in range(max(devices.start, theirs.start), min(devices.stop, theirs.stop)):
+        users[d - devices.start].extend(view_users[d - theirs.start])
 
 
 def _dropped_by_producer(state: SimState, name: str, tensor: str) -> bool:
@@ -184,51 +213,23 @@ def _dropped_by_producer(state: SimState, name: str, tensor: str) -> bool:
     return False
 
 
-def _backward_sharers(state: SimState, name: str, tensor: str, device: int) -> list[int]:
-    """B(q, device) of consumers that save `tensor` and read the producer's buffer itself
-    (the same layout: a consumer that slices a replicated tensor keeps its own slice)."""
-    found = []
-    for k in state.edges_of.get(name, ()):
-        edge = state.edges[k]
-        if edge.src_op != name or edge.tensor != tensor or state.edge_tasks[k]["fwd"] \
-                or not state.same_layout(k):
-            continue
-        if tensor in state.saved[edge.dst_op]:
-            found.extend(state.op_tasks[edge.dst_op]["B"][i] for i in state.on_device(edge.dst_op, device))
-    return found
-
-
-def _forward_readers(state: SimState, name: str, device: int, tensor: str) -> tuple[int, ...]:
-    """Tasks on `device` (or the first re-scheduling step) that read `tensor` forward."""
-    readers = []
-    for k in state.edges_of.get(name, ()):
-        edge = state.edges[k]
-        if edge.src_op != name or edge.tensor != tensor or k not in state.edge_tasks:
-            continue
-        steps = state.edge_tasks[k]["fwd"]
-        if steps:
-            readers.append(steps[0])
-        else:
-            f = state.op_tasks[edge.dst_op]["F"]
-            readers.extend(f[i] for i in state.on_device(edge.dst_op, device))
-    return tuple(readers)
-
-
-def _slice_buffers(state: SimState, k: int) -> list[Buffer]:
+def _slice_buffers(state: SimState, k: int) -> BufferSet:
     """A consumer that keeps a local slice of its input (no communication) holds that slice; one
     that keeps a graph input holds its shard of it (the loader's batch, kept for backward)."""
     e = state.edges[k]
+    found = BufferLists()
     if e.src_op is not None and (state.is_weight_edge(k) or state.same_layout(k)):
-        return []
+        return found.done()
     if e.tensor not in state.saved[e.dst_op]:
-        return []
+        return found.done()
     q = state.graph.op(e.dst_op)
     dst = state.strategy[e.dst_op]
     spec = state.graph.tensors[e.tensor]
     local = state.model.input_layout(e.dst_op, dst, q.inputs.index(e.tensor)).local_num_elements(spec.shape)
     tasks = state.op_tasks[e.dst_op]
-    return [Buffer(d, local * dtype_bytes(spec.dtype), tasks["F"][i], (tasks["B"][i],))
-            for i, d in enumerate(dst.devices)]
+    for i, d in enumerate(dst.devices):
+        found.add(d, local * dtype_bytes(spec.dtype), tasks["F"][i], (tasks["B"][i],))
+    return found.done()
 
 
 def _alias_sources(state: SimState, names) -> set[str]:

@@ -45,6 +45,30 @@ class BufferSet:
                          np.array([t for b in buffers for t in b.free_tasks], dtype=np.int64))
 
 
+class BufferLists:
+    """A BufferSet being built: `add` one buffer at a time, as `Buffer(...)` would describe it,
+    without making the object; `done()` gives the arrays."""
+
+    def __init__(self):
+        self.device: list[int] = []
+        self.num_bytes: list[float] = []
+        self.alloc_task: list[int] = []
+        self.free_count: list[int] = []
+        self.free_tasks: list[int] = []
+
+    def add(self, device: int, num_bytes: float, alloc_task: int | None, free_tasks=()) -> None:
+        self.device.append(device)
+        self.num_bytes.append(num_bytes)
+        self.alloc_task.append(-1 if alloc_task is None else alloc_task)
+        self.free_count.append(len(free_tasks))
+        self.free_tasks.extend(free_tasks)
+
+    def done(self) -> BufferSet:
+        return BufferSet(np.array(self.device, dtype=np.int64), np.array(self.num_bytes, dtype=np.float64),
+                         np.array(self.alloc_task, dtype=np.int64), np.array(self.free_count, dtype=np.int64),
+                         np.array(self.free_tasks, dtype=np.int64))
+
+
 def peak_memory(buffers: Sequence[Buffer] | Sequence[BufferSet], start: np.ndarray, end: np.ndarray,
                 num_devices: int) -> np.ndarray:
     """Peak bytes per device; `start`/`end` are the simulated task times."""

@@ -35,18 +35,17 @@ from stratagem.sim.taskgraph import TaskMeta
 
 def add_op(state: SimState, name: str) -> None:
     config = state.strategy[name]
+    devices = config.devices
     cost = state.model.op_cost(name, config)
     graph = state.tasks
     tasks: dict[str, list[int]] = {"F": [], "B": [], "U": [], "sync": [], "G": [], "BG": []}
     tasks["G"] = _gathers(state, name, cost.gather, FORWARD)
-    for d in config.devices:
-        tasks["F"].append(graph.add(cost.forward_time_s, [d], tasks["G"][-1:], state.key(FORWARD, name, SLOT_COMPUTE, d),
-                                    TaskMeta(f"{name} fwd", "forward", name)))
+    tasks["F"] = graph.add_compute(cost.forward_time_s, devices, state.keys(FORWARD, name, SLOT_COMPUTE, devices),
+                                   TaskMeta(f"{name} fwd", "forward", name), shared=tasks["G"][-1:])
     if cost.regather:
         tasks["BG"] = _gathers(state, name, cost.gather, BACKWARD)
-    for d, f in zip(config.devices, tasks["F"]):
-        tasks["B"].append(graph.add(cost.backward_time_s, [d], [f] + tasks["BG"][-1:],
-                                    state.key(BACKWARD, name, SLOT_COMPUTE, d), TaskMeta(f"{name} bwd", "backward", name)))
+    tasks["B"] = graph.add_compute(cost.backward_time_s, devices, state.keys(BACKWARD, name, SLOT_COMPUTE, devices),
+                                   TaskMeta(f"{name} bwd", "backward", name), shared=tasks["BG"][-1:], each=tasks["F"])
     state.op_tasks[name] = tasks
     _chain(state, name)
     previous = list(tasks["B"])
@@ -56,10 +55,9 @@ def add_op(state: SimState, name: str) -> None:
         tasks["sync"].append(t)
         previous = [t]
     if cost.update_time_s > 0:
-        for d, b in zip(config.devices, tasks["B"]):
-            preds = previous if tasks["sync"] else [b]
-            tasks["U"].append(graph.add(cost.update_time_s, [d], preds, state.key(UPDATE, name, SLOT_COMPUTE, d),
-                                        TaskMeta(f"{name} update", "update", name)))
+        tasks["U"] = graph.add_compute(cost.update_time_s, devices, state.keys(UPDATE, name, SLOT_COMPUTE, devices),
+                                       TaskMeta(f"{name} update", "update", name), shared=previous if tasks["sync"] else (),
+                                       each=None if tasks["sync"] else tasks["B"])
 
 
 def _gathers(state: SimState, name: str, steps, phase: int) -> list[int]:
@@ -85,18 +83,29 @@ def _backward_entry(state: SimState, name: str, device: int) -> int:
     return tasks["BG"][0] if tasks["BG"] else _task_on(state, name, "B", device)
 
 
+def _forward_entries(state: SimState, name: str, devices: range) -> list[int]:
+    """`_forward_entry` on each of `devices` (all of them `name`'s)."""
+    tasks = state.op_tasks[name]
+    return [tasks["G"][0]] * len(devices) if tasks["G"] else _tasks_on(state, name, "F", devices)
+
+
+def _backward_entries(state: SimState, name: str, devices: range) -> list[int]:
+    tasks = state.op_tasks[name]
+    return [tasks["BG"][0]] * len(devices) if tasks["BG"] else _tasks_on(state, name, "B", devices)
+
+
 def _chain(state: SimState, name: str) -> None:
     """Program order on each device of `name`: its forward (gathers first) after the forward of
     the op before it there, and the next op's forward after its own; backward the other way round."""
-    store, tasks = state.tasks, state.op_tasks[name]
-    for i, d in enumerate(state.strategy[name].devices):
-        before, after = state.previous_on(name, d), state.next_on(name, d)
-        if before is not None and before in state.op_tasks:
-            store.add_preds(_forward_entry(state, name, d), [_task_on(state, before, "F", d)])
-            store.add_preds(_backward_entry(state, before, d), [tasks["B"][i]])
-        if after is not None and after in state.op_tasks:
-            store.add_preds(_forward_entry(state, after, d), [tasks["F"][i]])
-            store.add_preds(_backward_entry(state, name, d), [_task_on(state, after, "B", d)])
+    store = state.tasks
+    for before, devices in state.neighbours(name, -1):
+        if before in state.op_tasks:
+            store.link(_forward_entries(state, name, devices), _tasks_on(state, before, "F", devices))
+            store.link(_backward_entries(state, before, devices), _tasks_on(state, name, "B", devices))
+    for after, devices in state.neighbours(name, +1):
+        if after in state.op_tasks:
+            store.link(_forward_entries(state, after, devices), _tasks_on(state, name, "F", devices))
+            store.link(_backward_entries(state, name, devices), _tasks_on(state, after, "B", devices))
 
 
 def bridge(state: SimState, name: str, device: int) -> None:
@@ -108,7 +117,13 @@ def bridge(state: SimState, name: str, device: int) -> None:
 
 
 def _task_on(state: SimState, name: str, kind: str, device: int) -> int:
-    return state.op_tasks[name][kind][state.strategy[name].devices.index(device)]
+    return state.op_tasks[name][kind][device - state.strategy[name].devices.start]
+
+
+def _tasks_on(state: SimState, name: str, kind: str, devices: range) -> list[int]:
+    """`_task_on` for each of `devices` (a range inside `name`'s devices)."""
+    first = state.strategy[name].devices.start
+    return state.op_tasks[name][kind][devices.start - first: devices.stop - first]
 
 
 def remove_op(state: SimState, name: str) -> None:
@@ -131,8 +146,7 @@ def add_edge(state: SimState, k: int) -> None:
                       TaskMeta(f"{e.tensor} {step.kind}", "reschedule", e.dst_op, step.num_bytes * len(step.groups)))
         fwd.append(t)
         previous = [t]
-    for i, d in enumerate(state.strategy[e.dst_op].devices):
-        graph.add_preds(state.op_tasks[e.dst_op]["F"][i], _forward_sources(state, k, fwd, d))
+    _wire_forward(state, k, fwd)
     if e.src_op is not None:
         previous = list(state.op_tasks[e.dst_op]["B"])
         for j, step in enumerate(cost.backward_steps):
@@ -151,15 +165,29 @@ def remove_edge(state: SimState, k: int) -> None:
         state.tasks.remove(t)
 
 
-def _forward_sources(state: SimState, k: int, fwd: list[int], device: int) -> list[int]:
+def _wire_forward(state: SimState, k: int, fwd: list[int]) -> None:
+    """F(q, d) for each device d of the consumer q after the edge's last step, else after F(p, d)
+    of the producer p on d, else (p not on d) after every F(p, .); inputs and weights: nothing."""
     e = state.edges[k]
+    consumer_f = state.op_tasks[e.dst_op]["F"]
     if fwd:
-        return [fwd[-1]]
-    if e.src_op is None or state.is_weight_edge(k):
-        return []
-    f = state.op_tasks[e.src_op]["F"]
-    same = [f[i] for i in state.on_device(e.src_op, device)]
-    return same or list(f)
+        state.tasks.link_all(consumer_f, fwd[-1])
+    elif e.src_op is not None and not state.is_weight_edge(k):
+        _wire_by_device(state, e.dst_op, "F", e.src_op, "F")
+
+
+def _wire_by_device(state: SimState, after: str, after_kind: str, before: str, before_kind: str) -> None:
+    """Each task of `after` (of that kind) after the task of `before` on its device, or, where
+    `before` does not run there, after all of `before`'s."""
+    targets, sources = state.op_tasks[after][after_kind], state.op_tasks[before][before_kind]
+    mine, theirs = state.strategy[after].devices, state.strategy[before].devices
+    both = range(max(mine.start, theirs.start), min(mine.stop, theirs.stop))
+    store = state.tasks
+    if len(both):
+        store.link(_tasks_on(state, after, after_kind, both), _tasks_on(state, before, before_kind, both))
+    for d in mine:
+        if d not in both:
+            store.add_preds(targets[d - mine.start], sources)
 
 
 def _wire_backward(state: SimState, k: int, bwd: list[int]) -> None:
@@ -172,10 +200,7 @@ def _wire_backward(state: SimState, k: int, bwd: list[int]) -> None:
         for t in targets:
             store.add_preds(t, sources)
         return
-    consumer_b = state.op_tasks[e.dst_op]["B"]
-    for i, d in enumerate(state.strategy[e.src_op].devices):
-        if bwd:
-            sources = [bwd[-1]]
-        else:
-            sources = [consumer_b[j] for j in state.on_device(e.dst_op, d)] or list(consumer_b)
-        store.add_preds(owner["B"][i], sources)
+    if bwd:
+        store.link_all(owner["B"], bwd[-1])
+    else:
+        _wire_by_device(state, e.src_op, "B", e.dst_op, "B")

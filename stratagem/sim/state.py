@@ -54,25 +54,52 @@ class SimState:
                 return ops[i].name
         return None
 
+    def neighbours(self, name: str, step: int) -> list[tuple[str, range]]:
+        """The op before (step -1) or after (step +1) `name` in program order on each of its
+        devices, as (that op, the devices of `name` on which it is the one) pieces; devices with
+        none are left out. `previous_on` / `next_on` for all of name's devices at once."""
+        ops, strategy = self.graph.ops, self.strategy
+        left, found = [strategy[name].devices], []
+        i = self.position[name] + step
+        while left and 0 <= i < len(ops):
+            other = strategy[ops[i].name].devices
+            rest = []
+            for piece in left:
+                lo, hi = max(piece.start, other.start), min(piece.stop, other.stop)
+                if lo >= hi:
+                    rest.append(piece)
+                    continue
+                found.append((ops[i].name, range(lo, hi)))
+                rest += [r for r in (range(piece.start, lo), range(hi, piece.stop)) if len(r)]
+            left = rest
+            i += step
+        return found
+
     def turn_of(self, name: str) -> list[int]:
         """The tasks after which each device of `name`'s configuration reaches name's turn in
         forward: F(r, d) of the op r before it there (the runtime, a sequential interpreter, moves
         an op's inputs right before running it)."""
         found = []
-        for d in self.strategy[name].devices:
-            before = self.previous_on(name, d)
-            if before is not None:
-                config, tasks = self.strategy[before], self.op_tasks[before]["F"]
-                found.append(tasks[config.devices.index(d)])
+        for before, devices in self.neighbours(name, -1):
+            tasks, first = self.op_tasks[before]["F"], self.strategy[before].devices.start
+            found += tasks[devices.start - first: devices.stop - first]
         return found
 
     def on_device(self, name: str, device: int) -> list[int]:
         """[i] when `device` is the i-th of `name`'s devices (its tasks' index there), else []."""
         devices = self.strategy[name].devices
-        return [devices.index(device)] if device in devices else []
+        return [device - devices.start] if device in devices else []
 
     def key(self, phase: int, op: str, slot: int, sub: int) -> int:
         return structural_key(phase, self.position[op], len(self.graph.ops), slot, sub)
+
+    def keys(self, phase: int, op: str, slot: int, subs: range) -> range:
+        """`key` for each sub-key of `subs` (a device range), at once."""
+        if not subs:
+            return range(0)
+        base = self.key(phase, op, slot, subs[0])
+        self.key(phase, op, slot, subs[-1])          # refuses a sub-key past its bits
+        return range(base, base + len(subs))
 
     def edge_cost(self, k: int):
         return self.model.edge_cost_in(self.edges[k], self.strategy, self.reuse)

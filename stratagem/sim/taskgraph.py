@@ -8,10 +8,13 @@ a p2p step the route's. Where the cluster's runtime makes a rank wait for its co
 groups, so a device computes or communicates, one at a time; otherwise computation and
 communication overlap where dependencies allow (FlexFlow's dataflow assumption).
 
-Task producers (`stratagem.sim.producers`) add and remove tasks only through `add`, `add_preds` and
-`remove`; the timeline is the store's (`simulate`, `update`). A full build collects tasks in lists
-(`_Pending`) and makes the store from them in one go the first time it is asked for
-(`TaskStore.from_arrays`); edits after that (delta simulation) go to the store one by one.
+Task producers (`stratagem.sim.producers`) add and remove tasks only through `add`,
+`add_compute` (one task per device of a range, in one go), `add_preds`, `link` / `link_all`
+(predecessors pair by pair) and `remove`; the timeline is the store's (`simulate`, `update`). A
+full build collects durations and keys in lists and (task, predecessor) pairs in array pieces
+(`_Pending`), and makes the store from them in one go the first time it is asked for
+(`TaskStore.from_arrays`); edits after that (delta simulation) go to the store one by one. Per task
+it keeps only what reports read (its `TaskMeta`, shared by an op's tasks of one kind).
 """
 
 from __future__ import annotations
@@ -36,34 +39,79 @@ class TaskMeta:
 
 
 class _Pending:
-    """Tasks of a build not yet in a store: per task its duration, key, resources, predecessors."""
+    """Tasks of a build not yet in a store: per task its duration and key, its resources one after
+    another (with their counts), and every (task, predecessor) pair in the order given, in pieces."""
 
     def __init__(self):
         self.duration: list[float] = []
         self.topo: list[int] = []
-        self.resources: list[list[int]] = []
-        self.preds: list[list[int]] = []
+        self.res_counts: list[int] = []
+        self.res_values: list[int] = []
+        self.pred_owner: list[np.ndarray] = []
+        self.pred_value: list[np.ndarray] = []
 
     def add(self, duration: float, resources: list[int], preds: list[int], key: int) -> int:
         if not isinstance(key, (int, np.integer)):
             raise TypeError(f"a structural key is an integer (stratagem.sim.keys), got {key!r}")
+        t = len(self.duration)
         self.duration.append(duration)
         self.topo.append(int(key))
-        self.resources.append(resources)
-        self.preds.append(preds)
-        return len(self.duration) - 1
+        self.res_counts.append(len(resources))
+        self.res_values.extend(resources)
+        self.add_preds(t, preds)
+        return t
+
+    def add_compute(self, duration: float, devices: range, keys: range, shared: list[int],
+                    each: range | None) -> range:
+        """One task per device of `devices`, the i-th holding device i, after `shared` (sorted,
+        unique) and each[i] (not in `shared`) if given, its predecessors in increasing order."""
+        tasks = range(len(self.duration), len(self.duration) + len(devices))
+        self.duration.extend([duration] * len(devices))
+        self.topo.extend(keys)
+        self.res_counts.extend([1] * len(devices))
+        self.res_values.extend(devices)
+        if each is None:
+            for p in shared:
+                self.link_all(tasks, p)
+        elif not shared:
+            self.link(tasks, each)
+        else:
+            for t, e in zip(tasks, each):
+                self.add_preds(t, sorted({e, *shared}))
+        return tasks
+
+    def add_preds(self, t: int, preds) -> None:
+        if len(preds):
+            self.pred_owner.append(np.full(len(preds), t, dtype=np.int64))
+            self.pred_value.append(_ints(preds))
+
+    def link(self, targets, sources) -> None:
+        if len(targets):
+            self.pred_owner.append(_ints(targets))
+            self.pred_value.append(_ints(sources))
+
+    def link_all(self, targets, source: int) -> None:
+        if len(targets):
+            self.pred_owner.append(_ints(targets))
+            self.pred_value.append(np.full(len(targets), source, dtype=np.int64))
 
     def store(self, num_resources: int) -> TaskStore:
         if not self.duration:
             return TaskStore(num_resources)
-        return TaskStore.from_arrays(num_resources, np.asarray(self.duration, dtype=float),
-                                     np.asarray(self.topo, dtype=np.int64), *_csr(self.resources), *_csr(self.preds))
+        owner = np.concatenate(self.pred_owner) if self.pred_owner else np.zeros(0, dtype=np.int64)
+        value = np.concatenate(self.pred_value) if self.pred_value else np.zeros(0, dtype=np.int64)
+        order = np.argsort(owner, kind="stable")       # per task, its predecessors in the order given
+        pred_counts = np.bincount(owner, minlength=len(self.duration)).astype(np.int64)
+        return TaskStore.from_arrays(num_resources, np.array(self.duration, dtype=float),
+                                     np.array(self.topo, dtype=np.int64), np.array(self.res_counts, dtype=np.int64),
+                                     np.array(self.res_values, dtype=np.int64), pred_counts, value[order])
 
 
-def _csr(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
-    """(length of each list, their items one after another)."""
-    counts = np.fromiter((len(xs) for xs in lists), dtype=np.int64, count=len(lists))
-    return counts, np.fromiter((x for xs in lists for x in xs), dtype=np.int64, count=int(counts.sum()))
+def _ints(tasks) -> np.ndarray:
+    """Task ids as an int64 array (a range without making its items)."""
+    if isinstance(tasks, range):
+        return np.arange(tasks.start, tasks.stop, tasks.step, dtype=np.int64)
+    return np.asarray(tasks, dtype=np.int64)
 
 
 class TaskGraph:
@@ -73,10 +121,11 @@ class TaskGraph:
         self.num_resources = self.num_devices + len(cluster.links)
         self._store: TaskStore | None = None
         self._pending: _Pending | None = _Pending()
-        self.meta: dict[int, TaskMeta] = {}
-        self._category = np.zeros(1024, dtype=np.int8)     # per task: index into CATEGORIES
-        self._device = np.zeros(1024, dtype=np.int64)      # per task: its device (compute tasks)
-        self._bytes = np.zeros(1024)                       # per task: bytes moved (communication)
+        self._meta: list[TaskMeta] = []         # per task (tasks of one op and phase share theirs)
+        self._category: list[int] = []          # per task: index into CATEGORIES
+        self._device: list[int] = []            # per task: its device (compute tasks), else -1
+        self._bytes: list[float] = []           # per task: bytes moved (communication)
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._links: dict[tuple, tuple[int, ...]] = {}
         self.blocking = not cluster.spec.overlap_compute
 
@@ -91,26 +140,68 @@ class TaskGraph:
             t = self._pending.add(float(duration), list(resources), sorted(set(preds)), key)
         else:
             t = self.store.add(float(duration), list(resources), sorted(set(preds)), key)
-        self.meta[t] = meta
-        if t >= len(self._category):
-            grow = max(t + 1, 2 * len(self._category))
-            self._category = np.resize(self._category, grow)
-            self._device = np.resize(self._device, grow)
-            self._bytes = np.resize(self._bytes, grow)
-        self._category[t] = CATEGORIES.index(meta.category)
-        self._device[t] = resources[0] if len(resources) else -1
-        self._bytes[t] = meta.num_bytes
+        self._describe(1, meta, resources[0] if len(resources) else -1)
         return t
+
+    def add_compute(self, duration: float, devices: range, keys: range, meta: TaskMeta,
+                    shared: list[int] = (), each=None) -> range | list[int]:
+        """A compute task on each device of `devices` (the i-th with key keys[i]), after the tasks
+        `shared` and, when given, after each[i]: `add` once per device, in one go. The tasks come
+        back as a range while the graph is being built (they are consecutive), else as a list."""
+        if self._pending is None:
+            return [self.add(duration, [d], [*shared, *([] if each is None else [each[i]])], key, meta)
+                    for i, (d, key) in enumerate(zip(devices, keys))]
+        if not isinstance(keys, range):
+            raise TypeError(f"a device range's structural keys are a range (SimState.keys), got {keys!r}")
+        tasks = self._pending.add_compute(float(duration), devices, keys, sorted(set(shared)), each)
+        self._describe(len(devices), meta, devices)
+        return tasks
+
+    def _describe(self, count: int, meta: TaskMeta, device) -> None:
+        """What reports read of the next `count` tasks: their meta, category, device(s), bytes."""
+        self._meta.extend([meta] * count)
+        self._category.extend([CATEGORIES.index(meta.category)] * count)
+        if count == 1 and not isinstance(device, range):
+            self._device.append(int(device))
+        else:
+            self._device.extend(device)
+        self._bytes.extend([meta.num_bytes] * count)
+        self._arrays = None
 
     def add_preds(self, t: int, preds) -> None:
         if self._pending is not None:
-            self._pending.preds[t].extend(preds)
+            self._pending.add_preds(t, preds)
         else:
             self.store.add_preds(t, preds)
 
+    def link(self, targets, sources) -> None:
+        """targets[i] after sources[i], for every i (`add_preds` pair by pair)."""
+        if self._pending is not None:
+            self._pending.link(targets, sources)
+        else:
+            for t, s in zip(targets, sources):
+                self.store.add_preds(t, [s])
+
+    def link_all(self, targets, source: int) -> None:
+        """Every task of `targets` after `source`."""
+        if self._pending is not None:
+            self._pending.link_all(targets, source)
+        else:
+            for t in targets:
+                self.store.add_preds(t, [source])
+
     def remove(self, t: int) -> None:
         self.store.remove(t)
-        self.meta.pop(t, None)
+
+    def meta(self, t: int) -> TaskMeta:
+        return self._meta[t]
+
+    def _described(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(category, device, bytes) per task, as arrays (made again after tasks were added)."""
+        if self._arrays is None:
+            self._arrays = (np.asarray(self._category, dtype=np.int8), np.asarray(self._device, dtype=np.int64),
+                            np.asarray(self._bytes, dtype=float))
+        return self._arrays
 
     def step_resources(self, step) -> tuple[int, ...]:
         """The resources a communication step's task holds: the links its groups use, and their
@@ -132,30 +223,32 @@ class TaskGraph:
     def totals(self) -> tuple[np.ndarray, float, float]:
         """(compute busy time per device, communication time summed, communication bytes)."""
         live = self.store.live
-        category = self._category[live]
+        categories, devices, moved = self._described()
+        category = categories[live]
         duration = self.store.duration[live]
         compute = category < COMPUTE
-        busy = np.bincount(self._device[live][compute], weights=duration[compute], minlength=self.num_devices)
-        return busy, float(duration[~compute].sum()), float(self._bytes[live][~compute].sum())
+        busy = np.bincount(devices[live][compute], weights=duration[compute], minlength=self.num_devices)
+        return busy, float(duration[~compute].sum()), float(moved[live][~compute].sum())
 
     def running_at(self, device: int, time_s: float) -> str:
         """The label of the compute task on `device` at `time_s`, else of the next one to start
         there ("" if none): where a device is when something happens (the memory peak)."""
         live = self.store.live
-        mine = live[(self._device[live] == device) & (self._category[live] < COMPUTE)]
+        categories, devices, _ = self._described()
+        mine = live[(devices[live] == device) & (categories[live] < COMPUTE)]
         if not len(mine):
             return ""
         start, end = self.store.start[mine], self.store.end[mine]
         now = mine[(start <= time_s) & (time_s < end)]
         if len(now):
-            return self.meta[int(now[0])].label
+            return self._meta[int(now[0])].label
         later = mine[start > time_s]
-        return self.meta[int(later[np.argmin(self.store.start[later])])].label if len(later) else ""
+        return self._meta[int(later[np.argmin(self.store.start[later])])].label if len(later) else ""
 
     def trace_tasks(self):
         store = self.store
         for t in store.live:
-            meta = self.meta[int(t)]
+            meta = self._meta[int(t)]
             yield TraceTask(meta.label, meta.category, tuple(int(r) for r in store.resources_of(int(t))),
                             float(store.start[t]), float(store.end[t]),
                             (("op", meta.op), ("bytes", meta.num_bytes)))

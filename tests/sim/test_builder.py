@@ -98,7 +98,7 @@ def test_three_ops_overlapping_communication_task_by_task():
 def timeline(sim):
     rows = []
     for t in sim.store.live:
-        meta = sim.state.tasks.meta[int(t)]
+        meta = sim.state.tasks.meta(int(t))
         rows.append((meta.label, tuple(sim.store.resources_of(int(t)).tolist()),
                      float(sim.store.start[t]), float(sim.store.end[t])))
     return sorted(rows)
