@@ -1,5 +1,3 @@
-import sys
+from stratagem.cli import entry
 
-from stratagem.cli import main
-
-sys.exit(main())
+entry()

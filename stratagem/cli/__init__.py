@@ -1,9 +1,16 @@
-"""`stratagem` command line: one module per command under stratagem.cli, imported on use."""
+"""`stratagem` command line: one module per command under stratagem.cli, imported on use.
+
+`main` runs a command and returns its exit code (tests and programs call it); `entry` is the
+installed command (and `python -m stratagem`): `main`, then the exit without the interpreter's
+teardown (`exit_now`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
+import os
 import sys
 
 from stratagem.cli.stopping import EXIT_ABORTED, Aborted
@@ -66,6 +73,25 @@ def main(argv: list[str] | None = None) -> int:
         return code
 
 
+def entry() -> None:
+    """The `stratagem` command: `main`, then `exit_now` with its code."""
+    exit_now(main())
+
+
+def exit_now(code: int) -> None:
+    """Exit with `code` once the exit handlers ran and stdout and stderr are flushed, without
+    tearing down the interpreter: a plan leaves millions of objects (the cost model's tables and
+    caches) that Python would free one by one, 2 s after the Transformer's plan. Every file a
+    command writes is closed (and renamed into place) before `main` returns."""
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):      # closed or broken pipe: nothing more can be said there
+            pass
+    os._exit(code)
+
+
 def check_outputs(args: argparse.Namespace) -> None:
     """Every file the command will write can be written: found now, not after the work."""
     for dest, what, suffixes in args.outputs:
@@ -73,4 +99,4 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
