@@ -27,7 +27,7 @@ from __future__ import annotations
 from stratagem.cost.memory import keeps_copy
 from stratagem.cost.opcost import kept_inside
 from stratagem.ir import dtype_bytes
-from stratagem.sim.memory import BufferLists, BufferSet
+from stratagem.sim.memory import BufferColumns, BufferSet
 from stratagem.sim.state import SimState
 
 
@@ -46,32 +46,31 @@ def op_buffers(state: SimState, name: str) -> BufferSet:
                 _output_users(state, name, t)) for t in (() if aliased else op.outputs)]
     recomputed = _recomputed_sizes(state, name)
     forward, backward = tasks["F"], tasks["B"]
-    found = BufferLists()
-    for i, d in enumerate(config.devices):
-        if resident:
-            found.add(d, resident, None)
-        _add_weight_copies(found, cost.weight_copies, tasks, i, d)
-        if memory.kept_inside_bytes:
-            found.add(d, memory.kept_inside_bytes, forward[i], (backward[i],))
-        if recomputed:
-            start = _recomputation_start(state, name, i, d)
-            for num_bytes in recomputed:
-                found.add(d, num_bytes, start, (backward[i],))
-        for size, users in outputs:
-            found.add(d, size, forward[i], users[i] or (forward[i],))
+    found = BufferColumns(config.devices)
+    if resident:
+        found.add(resident, None)
+    _add_weight_copies(found, cost.weight_copies, tasks)
+    if memory.kept_inside_bytes:
+        found.add(memory.kept_inside_bytes, forward, backward)
+    if recomputed:
+        start = _recomputation_starts(state, name)
+        for num_bytes in recomputed:
+            found.add(num_bytes, start, backward)
+    for size, users in outputs:
+        found.add_users(size, forward, [found_users or [f] for found_users, f in zip(users, forward)])
     return found.done()
 
 
-def _add_weight_copies(found: BufferLists, copies, tasks, i: int, d: int) -> None:
-    """The op's copies of its weights (cost.costs.WeightCopies) on its i-th device d: from its
+def _add_weight_copies(found: BufferColumns, copies, tasks) -> None:
+    """The op's copies of its weights (cost.costs.WeightCopies) on each of its devices: from its
     first gather (else its forward) until its forward ends, or its backward; a re-gathered one
     again from its backward gather until its backward ends."""
-    start = tasks["G"][0] if tasks["G"] else tasks["F"][i]
+    start = tasks["G"][0] if tasks["G"] else tasks["F"]
     for num_bytes, until in ((copies.freed_bytes + copies.regathered_bytes, "F"), (copies.kept_bytes, "B")):
         if num_bytes:
-            found.add(d, num_bytes, start, (tasks[until][i],))
+            found.add(num_bytes, start, tasks[until])
     if copies.regathered_bytes and tasks["BG"]:
-        found.add(d, copies.regathered_bytes, tasks["BG"][0], (tasks["B"][i],))
+        found.add(copies.regathered_bytes, tasks["BG"][0], tasks["B"])
 
 
 def edge_buffers(state: SimState, k: int) -> BufferSet:
@@ -91,12 +90,14 @@ def edge_buffers(state: SimState, k: int) -> BufferSet:
     kept = keeps_copy(state.graph, state.graph.op(e.dst_op), e.tensor, option)
     viewed = view_source(state, e.dst_op) == k
     view_users = _output_users(state, e.dst_op, state.graph.op(e.dst_op).outputs[0]) if viewed else None
-    until_kind = tasks["B"] if kept else tasks["F"]
-    found = BufferLists()
-    for i, d in enumerate(dst.devices):
-        found.add(d, size, fwd[0], [until_kind[i], *view_users[i]] if viewed else (until_kind[i],))
-        if cost.temporary_bytes:
-            found.add(d, cost.temporary_bytes, fwd[0], (fwd[-1],))
+    until = tasks["B"] if kept else tasks["F"]
+    found = BufferColumns(dst.devices)
+    if viewed:
+        found.add_users(size, fwd[0], [[u, *more] for u, more in zip(until, view_users)])
+    else:
+        found.add(size, fwd[0], until)
+    if cost.temporary_bytes:
+        found.add(cost.temporary_bytes, fwd[0], fwd[-1])
     return found.done()
 
 
@@ -134,14 +135,16 @@ def _recomputed_sizes(state: SimState, name: str) -> list[float]:
     return found
 
 
-def _recomputation_start(state: SimState, name: str, i: int, d: int) -> int:
-    """When a recomputed op's kept tensors live again on its i-th device d: from the start of its
-    block's recomputation (the backward of the block's last op on d, else its own), until its
-    backward."""
+def _recomputation_starts(state: SimState, name: str) -> list[int]:
+    """When a recomputed op's kept tensors live again on each of its devices: from the start of
+    its block's recomputation (the backward of the block's last op there, else its own), until
+    its backward."""
     last = state.graph.meta["recompute_from"][name]
-    if last in state.op_tasks and d in state.strategy[last].devices:
-        return state.op_tasks[last]["B"][d - state.strategy[last].devices.start]
-    return state.op_tasks[name]["B"][i]
+    own = state.op_tasks[name]["B"]
+    if last not in state.op_tasks:
+        return list(own)
+    theirs, tasks = state.strategy[last].devices, state.op_tasks[last]["B"]
+    return [tasks[d - theirs.start] if d in theirs else b for d, b in zip(state.strategy[name].devices, own)]
 
 
 def view_source(state: SimState, name: str) -> int | None:
@@ -217,18 +220,16 @@ def _slice_buffers(state: SimState, k: int) -> BufferSet:
     """A consumer that keeps a local slice of its input (no communication) holds that slice; one
     that keeps a graph input holds its shard of it (the loader's batch, kept for backward)."""
     e = state.edges[k]
-    found = BufferLists()
-    if e.src_op is not None and (state.is_weight_edge(k) or state.same_layout(k)):
-        return found.done()
-    if e.tensor not in state.saved[e.dst_op]:
-        return found.done()
+    if e.src_op is not None and (state.is_weight_edge(k) or state.same_layout(k)) \
+            or e.tensor not in state.saved[e.dst_op]:
+        return BufferColumns(range(0)).done()
     q = state.graph.op(e.dst_op)
     dst = state.strategy[e.dst_op]
     spec = state.graph.tensors[e.tensor]
     local = state.model.input_layout(e.dst_op, dst, q.inputs.index(e.tensor)).local_num_elements(spec.shape)
     tasks = state.op_tasks[e.dst_op]
-    for i, d in enumerate(dst.devices):
-        found.add(d, local * dtype_bytes(spec.dtype), tasks["F"][i], (tasks["B"][i],))
+    found = BufferColumns(dst.devices)
+    found.add(local * dtype_bytes(spec.dtype), tasks["F"], tasks["B"])
     return found.done()
 
 

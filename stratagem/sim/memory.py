@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -45,28 +46,62 @@ class BufferSet:
                          np.array([t for b in buffers for t in b.free_tasks], dtype=np.int64))
 
 
-class BufferLists:
-    """A BufferSet being built: `add` one buffer at a time, as `Buffer(...)` would describe it,
-    without making the object; `done()` gives the arrays."""
+class BufferColumns:
+    """One op's or edge's buffers: each column (a kind of buffer) has one buffer per device of
+    `devices`; `done()` lists them device by device, each device's in column order (as adding
+    every device's buffers in turn would), without a Python object per buffer."""
 
-    def __init__(self):
-        self.device: list[int] = []
-        self.num_bytes: list[float] = []
-        self.alloc_task: list[int] = []
-        self.free_count: list[int] = []
-        self.free_tasks: list[int] = []
+    def __init__(self, devices: range):
+        self.devices = devices
+        self._bytes: list[float] = []
+        self._alloc: list[np.ndarray] = []
+        self._free_count: list[np.ndarray] = []
+        self._free_tasks: list[np.ndarray] = []
 
-    def add(self, device: int, num_bytes: float, alloc_task: int | None, free_tasks=()) -> None:
-        self.device.append(device)
-        self.num_bytes.append(num_bytes)
-        self.alloc_task.append(-1 if alloc_task is None else alloc_task)
-        self.free_count.append(len(free_tasks))
-        self.free_tasks.extend(free_tasks)
+    def add(self, num_bytes: float, alloc, until=None) -> None:
+        """A buffer of `num_bytes` on every device: allocated when `alloc` starts (None: resident;
+        a task for all devices, or one per device), freed when until[i] ends on the i-th device
+        (None: held to the end)."""
+        n = len(self.devices)
+        self._bytes.append(num_bytes)
+        self._alloc.append(_per_device(-1 if alloc is None else alloc, n))
+        if until is None:
+            self._free_count.append(np.zeros(n, dtype=np.int64))
+            self._free_tasks.append(np.zeros(0, dtype=np.int64))
+        else:
+            self._free_count.append(np.ones(n, dtype=np.int64))
+            self._free_tasks.append(_per_device(until, n))
+
+    def add_users(self, num_bytes: float, alloc, users: list[list[int]]) -> None:
+        """As `add`, freed when the last of users[i] ends on the i-th device."""
+        self._bytes.append(num_bytes)
+        self._alloc.append(_per_device(alloc, len(self.devices)))
+        self._free_count.append(np.fromiter(map(len, users), dtype=np.int64, count=len(users)))
+        self._free_tasks.append(np.fromiter(chain.from_iterable(users), dtype=np.int64))
 
     def done(self) -> BufferSet:
-        return BufferSet(np.array(self.device, dtype=np.int64), np.array(self.num_bytes, dtype=np.float64),
-                         np.array(self.alloc_task, dtype=np.int64), np.array(self.free_count, dtype=np.int64),
-                         np.array(self.free_tasks, dtype=np.int64))
+        n, m = len(self.devices), len(self._bytes)
+        if not m:
+            return BufferSet(*(np.zeros(0, dtype=t) for t in (np.int64, np.float64, np.int64, np.int64, np.int64)))
+        counts = np.stack(self._free_count, axis=1)                    # [device, column]
+        starts = (np.cumsum(counts.ravel()) - counts.ravel()).reshape(n, m)
+        free_tasks = np.zeros(int(counts.sum()), dtype=np.int64)
+        for c, values in enumerate(self._free_tasks):
+            if len(values):
+                within = np.arange(len(values)) - np.repeat(np.cumsum(counts[:, c]) - counts[:, c], counts[:, c])
+                free_tasks[np.repeat(starts[:, c], counts[:, c]) + within] = values
+        return BufferSet(np.repeat(np.arange(self.devices.start, self.devices.stop, dtype=np.int64), m),
+                         np.tile(np.asarray(self._bytes, dtype=np.float64), n),
+                         np.stack(self._alloc, axis=1).ravel(), counts.ravel(), free_tasks)
+
+
+def _per_device(tasks, n: int) -> np.ndarray:
+    """One task per device: a task for all, or one each (a range or a sequence)."""
+    if isinstance(tasks, (int, np.integer)):
+        return np.full(n, tasks, dtype=np.int64)
+    if isinstance(tasks, range):
+        return np.arange(tasks.start, tasks.stop, tasks.step, dtype=np.int64)
+    return np.asarray(tasks, dtype=np.int64).reshape(n)
 
 
 def peak_memory(buffers: Sequence[Buffer] | Sequence[BufferSet], start: np.ndarray, end: np.ndarray,

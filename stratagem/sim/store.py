@@ -81,14 +81,17 @@ class _Pool:
         pool = cls(len(counts), 16)
         spare = np.maximum((counts * slack).astype(np.int64), 0) + (2 if slack else 0)
         cap = counts + spare
-        pool.ptr = np.concatenate([[0], np.cumsum(cap)[:-1]]).astype(np.int64)
+        ends = np.cumsum(cap)
+        pool.ptr = (ends - cap).astype(np.int64)
         pool.cnt, pool.cap = counts.astype(np.int64).copy(), cap.astype(np.int64)
-        pool.data = np.full(max(int(cap.sum()), 16), -1, dtype=np.int64)
-        pool.used = int(cap.sum())
-        offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-        owner = np.repeat(np.arange(len(counts)), counts)
-        within = np.arange(len(values)) - np.repeat(offsets, counts)
-        pool.data[pool.ptr[owner] + within] = values
+        pool.used = int(ends[-1]) if len(ends) else 0
+        pool.data = np.full(max(pool.used, 16), -1, dtype=np.int64)
+        if not slack:                                   # no room between segments: values as they are
+            pool.data[:len(values)] = values
+            return pool
+        # value j of owner o goes to ptr[o] + (j - offset[o]) = j + (spare before o)
+        before = np.cumsum(spare) - spare
+        pool.data[np.arange(len(values)) + np.repeat(before, counts)] = values
         return pool
 
 

@@ -38,26 +38,45 @@ class TaskMeta:
     num_bytes: float = 0.0
 
 
+class _Column:
+    """Numbers appended one by one or a block at a time, made one array at the end."""
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+        self.loose: list = []                  # appended since the last block
+        self.pieces: list[np.ndarray] = []
+
+    def append_block(self, values: np.ndarray) -> None:
+        if self.loose:
+            self.pieces.append(np.array(self.loose, dtype=self.dtype))
+            self.loose = []
+        self.pieces.append(values)
+
+    def array(self) -> np.ndarray:
+        self.append_block(np.zeros(0, dtype=self.dtype))
+        return np.concatenate(self.pieces)
+
+
 class _Pending:
     """Tasks of a build not yet in a store: per task its duration and key, its resources one after
     another (with their counts), and every (task, predecessor) pair in the order given, in pieces."""
 
     def __init__(self):
-        self.duration: list[float] = []
-        self.topo: list[int] = []
-        self.res_counts: list[int] = []
-        self.res_values: list[int] = []
+        self.n = 0
+        self.duration, self.topo = _Column(np.float64), _Column(np.int64)
+        self.res_counts, self.res_values = _Column(np.int64), _Column(np.int64)
         self.pred_owner: list[np.ndarray] = []
         self.pred_value: list[np.ndarray] = []
 
     def add(self, duration: float, resources: list[int], preds: list[int], key: int) -> int:
         if not isinstance(key, (int, np.integer)):
             raise TypeError(f"a structural key is an integer (stratagem.sim.keys), got {key!r}")
-        t = len(self.duration)
-        self.duration.append(duration)
-        self.topo.append(int(key))
-        self.res_counts.append(len(resources))
-        self.res_values.extend(resources)
+        t = self.n
+        self.n += 1
+        self.duration.loose.append(duration)
+        self.topo.loose.append(int(key))
+        self.res_counts.loose.append(len(resources))
+        self.res_values.loose.extend(resources)
         self.add_preds(t, preds)
         return t
 
@@ -65,11 +84,12 @@ class _Pending:
                     each: range | None) -> range:
         """One task per device of `devices`, the i-th holding device i, after `shared` (sorted,
         unique) and each[i] (not in `shared`) if given, its predecessors in increasing order."""
-        tasks = range(len(self.duration), len(self.duration) + len(devices))
-        self.duration.extend([duration] * len(devices))
-        self.topo.extend(keys)
-        self.res_counts.extend([1] * len(devices))
-        self.res_values.extend(devices)
+        tasks = range(self.n, self.n + len(devices))
+        self.n += len(devices)
+        self.duration.append_block(np.full(len(devices), duration))
+        self.topo.append_block(_ints(keys))
+        self.res_counts.append_block(np.ones(len(devices), dtype=np.int64))
+        self.res_values.append_block(_ints(devices))
         if each is None:
             for p in shared:
                 self.link_all(tasks, p)
@@ -96,15 +116,14 @@ class _Pending:
             self.pred_value.append(np.full(len(targets), source, dtype=np.int64))
 
     def store(self, num_resources: int) -> TaskStore:
-        if not self.duration:
+        if not self.n:
             return TaskStore(num_resources)
         owner = np.concatenate(self.pred_owner) if self.pred_owner else np.zeros(0, dtype=np.int64)
         value = np.concatenate(self.pred_value) if self.pred_value else np.zeros(0, dtype=np.int64)
         order = np.argsort(owner, kind="stable")       # per task, its predecessors in the order given
-        pred_counts = np.bincount(owner, minlength=len(self.duration)).astype(np.int64)
-        return TaskStore.from_arrays(num_resources, np.array(self.duration, dtype=float),
-                                     np.array(self.topo, dtype=np.int64), np.array(self.res_counts, dtype=np.int64),
-                                     np.array(self.res_values, dtype=np.int64), pred_counts, value[order])
+        pred_counts = np.bincount(owner, minlength=self.n).astype(np.int64)
+        return TaskStore.from_arrays(num_resources, self.duration.array(), self.topo.array(),
+                                     self.res_counts.array(), self.res_values.array(), pred_counts, value[order])
 
 
 def _ints(tasks) -> np.ndarray:
