@@ -24,6 +24,8 @@ tasks of other units); after a delta edit, `touched_by` says which units' buffer
 
 from __future__ import annotations
 
+import numpy as np
+
 from stratagem.cost.memory import keeps_copy
 from stratagem.cost.opcost import kept_inside
 from stratagem.ir import dtype_bytes
@@ -57,8 +59,21 @@ def op_buffers(state: SimState, name: str) -> BufferSet:
         for num_bytes in recomputed:
             found.add(num_bytes, start, backward)
     for size, users in outputs:
-        found.add_users(size, forward, [found_users or [f] for found_users, f in zip(users, forward)])
+        found.add_users(size, forward, _or_own(users, forward))
     return found.done()
+
+
+def _or_own(users: np.ndarray, forward) -> np.ndarray:
+    """`users` (rows of tasks, -1 for none), with F(o, d) for a device that has none: an output
+    nobody reads lives while its op runs."""
+    own = _task_ids(forward).reshape(-1, 1)
+    if not users.shape[1]:
+        return own
+    none = (users < 0).all(axis=1)
+    if none.any():
+        users = users.copy()
+        users[none, 0] = own[none, 0]
+    return users
 
 
 def _add_weight_copies(found: BufferColumns, copies, tasks) -> None:
@@ -93,7 +108,7 @@ def edge_buffers(state: SimState, k: int) -> BufferSet:
     until = tasks["B"] if kept else tasks["F"]
     found = BufferColumns(dst.devices)
     if viewed:
-        found.add_users(size, fwd[0], [[u, *more] for u, more in zip(until, view_users)])
+        found.add_users(size, fwd[0], np.concatenate([_task_ids(until).reshape(-1, 1), view_users], axis=1))
     else:
         found.add(size, fwd[0], until)
     if cost.temporary_bytes:
@@ -160,11 +175,12 @@ def view_source(state: SimState, name: str) -> int | None:
     return None
 
 
-def _output_users(state: SimState, name: str, tensor: str) -> list[list[int]]:
-    """Per device of `name` (by index), the tasks there that need name's shard of `tensor`:
-    forward readers, backward of whoever keeps it, and the users of every view that aliases it."""
+def _output_users(state: SimState, name: str, tensor: str) -> np.ndarray:
+    """The tasks that need name's shard of `tensor`, per device of `name` (a row each, by index;
+    -1 where a column has no task there): forward readers, backward of whoever keeps it, and the
+    users of every view that aliases it, in that order."""
     devices = state.strategy[name].devices
-    users: list[list[int]] = [[] for _ in devices]
+    columns: list[np.ndarray] = []
     out = [k for k in state.edges_of.get(name, ())
            if state.edges[k].src_op == name and state.edges[k].tensor == tensor]
     for k in out:                                   # forward readers
@@ -172,37 +188,50 @@ def _output_users(state: SimState, name: str, tensor: str) -> list[list[int]]:
             continue
         steps = state.edge_tasks[k]["fwd"]
         if steps:
-            for found in users:
-                found.append(steps[0])
+            columns.append(np.full((len(devices), 1), steps[0], dtype=np.int64))
         else:
-            _add_on_shared_devices(state, users, devices, state.edges[k].dst_op, "F")
+            columns.append(_on_shared_devices(state, devices, state.edges[k].dst_op, "F"))
     if tensor in state.saved[name] and not _dropped_by_producer(state, name, tensor):
-        for found, b in zip(users, state.op_tasks[name]["B"]):
-            found.append(b)
+        columns.append(_task_ids(state.op_tasks[name]["B"]).reshape(-1, 1))
     for k in out:                                   # consumers keeping the producer's buffer
         consumer = state.edges[k].dst_op
         if not state.edge_tasks[k]["fwd"] and state.same_layout(k) and tensor in state.saved[consumer]:
-            _add_on_shared_devices(state, users, devices, consumer, "B")
+            columns.append(_on_shared_devices(state, devices, consumer, "B"))
     for k in out:                                   # views aliasing it
         view = state.edges[k].dst_op
         if not state.edge_tasks[k]["fwd"] and view_source(state, view) == k:
-            _add_view_users(state, users, devices, view)
-    return users
+            columns.append(_view_users(state, devices, view))
+    if not columns:
+        return np.zeros((len(devices), 0), dtype=np.int64)
+    return np.concatenate(columns, axis=1)
 
 
-def _add_on_shared_devices(state: SimState, users: list[list[int]], devices: range, other: str, kind: str) -> None:
-    """users[i] gets other's task of `kind` on the i-th of `devices`, where `other` runs there."""
+def _task_ids(tasks) -> np.ndarray:
+    if isinstance(tasks, range):
+        return np.arange(tasks.start, tasks.stop, dtype=np.int64)
+    return np.asarray(tasks, dtype=np.int64)
+
+
+def _on_shared_devices(state: SimState, devices: range, other: str, kind: str) -> np.ndarray:
+    """One column: other's task of `kind` on each of `devices` where `other` runs there, else -1."""
     theirs = state.strategy[other].devices
-    tasks = state.op_tasks[other][kind]
-    for d in range(max(devices.start, theirs.start), min(devices.stop, theirs.stop)):
-        users[d - devices.start].append(tasks[d - theirs.start])
+    column = np.full((len(devices), 1), -1, dtype=np.int64)
+    lo, hi = max(devices.start, theirs.start), min(devices.stop, theirs.stop)
+    if lo < hi:
+        tasks = state.op_tasks[other][kind]
+        column[lo - devices.start: hi - devices.start, 0] = _task_ids(tasks[lo - theirs.start: hi - theirs.start])
+    return column
 
 
-def _add_view_users(state: SimState, users: list[list[int]], devices: range, view: str) -> None:
+def _view_users(state: SimState, devices: range, view: str) -> np.ndarray:
+    """The users of a view's output, as columns over `devices` (-1 where the view does not run)."""
     theirs = state.strategy[view].devices
     view_users = _output_users(state, view, state.graph.op(view).outputs[0])
-    for d in range(max(devices.start, theirs.start), min(devices.stop, theirs.stop)):
-        users[d - devices.start].extend(view_users[d - theirs.start])
+    columns = np.full((len(devices), view_users.shape[1]), -1, dtype=np.int64)
+    lo, hi = max(devices.start, theirs.start), min(devices.stop, theirs.stop)
+    if lo < hi:
+        columns[lo - devices.start: hi - devices.start] = view_users[lo - theirs.start: hi - theirs.start]
+    return columns
 
 
 def _dropped_by_producer(state: SimState, name: str, tensor: str) -> bool:

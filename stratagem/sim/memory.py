@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain
 
 import numpy as np
 
@@ -72,12 +71,14 @@ class BufferColumns:
             self._free_count.append(np.ones(n, dtype=np.int64))
             self._free_tasks.append(_per_device(until, n))
 
-    def add_users(self, num_bytes: float, alloc, users: list[list[int]]) -> None:
-        """As `add`, freed when the last of users[i] ends on the i-th device."""
+    def add_users(self, num_bytes: float, alloc, users: np.ndarray) -> None:
+        """As `add`, freed when the last task of row i of `users` ends on the i-th device (-1 in a
+        row: no task)."""
         self._bytes.append(num_bytes)
         self._alloc.append(_per_device(alloc, len(self.devices)))
-        self._free_count.append(np.fromiter(map(len, users), dtype=np.int64, count=len(users)))
-        self._free_tasks.append(np.fromiter(chain.from_iterable(users), dtype=np.int64))
+        some = users >= 0
+        self._free_count.append(some.sum(axis=1).astype(np.int64))
+        self._free_tasks.append(users[some])
 
     def done(self) -> BufferSet:
         n, m = len(self.devices), len(self._bytes)

@@ -183,11 +183,12 @@ def _wire_by_device(state: SimState, after: str, after_kind: str, before: str, b
     mine, theirs = state.strategy[after].devices, state.strategy[before].devices
     both = range(max(mine.start, theirs.start), min(mine.stop, theirs.stop))
     store = state.tasks
+    elsewhere = mine
     if len(both):
         store.link(_tasks_on(state, after, after_kind, both), _tasks_on(state, before, before_kind, both))
-    for d in mine:
-        if d not in both:
-            store.add_preds(targets[d - mine.start], sources)
+        elsewhere = (*range(mine.start, both.start), *range(both.stop, mine.stop))
+    for d in elsewhere:
+        store.add_preds(targets[d - mine.start], sources)
 
 
 def _wire_backward(state: SimState, k: int, bwd: list[int]) -> None:
