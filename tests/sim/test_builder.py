@@ -12,6 +12,7 @@ from hypothesis import given, settings, strategies as st
 from stratagem.cluster import Cluster, load
 from stratagem.cost import CostModel
 from stratagem.sim.builder import Simulation
+from stratagem.sim.state import SimState
 from stratagem.space import Configuration, Level, SpaceOptions
 from tests.cost.graphs import conv, mlp, mlp_with_views
 
@@ -187,3 +188,24 @@ def test_keys_stay_ordered_and_delta_exact_past_16384_edges():
     fresh = Simulation(cost, {**sim.strategy, late: whole}).run()
     assert changed.iteration_time_s == fresh.iteration_time_s
     assert changed.peak_memory_bytes == fresh.peak_memory_bytes
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(sorted(GRAPHS)), st.data())
+def test_neighbours_are_the_ops_before_and_after_on_each_device(models, name, data):
+    """SimState.neighbours (all of an op's devices at once, as ranges) against previous_on /
+    next_on asked device by device, on ops spread over different device subsets."""
+    model = models[name]
+    strategy = {}
+    for op in model.graph.ops:
+        size = data.draw(st.sampled_from([1, 2, 4]))
+        first = data.draw(st.sampled_from(range(0, 4, size)))
+        strategy[op.name] = Configuration(((Level("b", size),) if size > 1 else ()), first)
+    state = SimState(model, strategy, {})
+    for op in model.graph.ops:
+        for step, ask in ((-1, state.previous_on), (+1, state.next_on)):
+            pieces = state.neighbours(op.name, step)
+            found = {d: other for other, devices in pieces for d in devices}
+            assert sum(len(devices) for _, devices in pieces) == len(found)        # no device twice
+            expected = {d: ask(op.name, d) for d in strategy[op.name].devices}
+            assert found == {d: other for d, other in expected.items() if other is not None}

@@ -1,6 +1,9 @@
-import numpy as np
+import dataclasses
 
-from stratagem.sim.memory import Buffer, peak_memory
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from stratagem.sim.memory import Buffer, BufferColumns, BufferSet, peak_memory
 
 
 def test_peak_counts_overlapping_buffers_and_reuses_freed_memory():
@@ -49,3 +52,39 @@ def test_the_peak_breakdown_adds_up_to_the_simulated_peak():
     assert sum(b for _, b in breakdown.holders) == result.peak_memory_bytes
     assert dict(breakdown.holders)["w:fc1->fc2"] == 32 * 16 * 4
     assert breakdown.running
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 8), st.integers(1, 5), st.data())
+def test_buffer_columns_list_buffers_as_adding_them_device_by_device_would(first, n, data):
+    """BufferColumns (a column per kind of buffer over an op's devices) against the Buffers listed
+    device by device, each device's in column order: the same BufferSet, array for array."""
+    devices = range(first, first + n)
+    tasks = st.integers(0, 50)
+    columns = BufferColumns(devices)
+    rows: list[list[Buffer]] = [[] for _ in devices]
+    for _ in range(data.draw(st.integers(0, 4))):
+        num_bytes = data.draw(st.floats(1, 1e9))
+        kind = data.draw(st.sampled_from(["resident", "shared", "each", "users"]))
+        alloc = data.draw(tasks) if kind != "each" else range(100, 100 + n)
+        frees = [data.draw(tasks) for _ in devices]
+        width = data.draw(st.integers(0, 3))
+        users = np.array([[data.draw(st.sampled_from([-1, 7, 8, 9])) for _ in range(width)] for _ in devices],
+                         dtype=np.int64).reshape(n, width)
+        if kind == "resident":
+            columns.add(num_bytes, None)
+        elif kind == "shared":
+            columns.add(num_bytes, alloc, frees[0])
+        elif kind == "each":
+            columns.add(num_bytes, alloc, frees)
+        else:
+            columns.add_users(num_bytes, alloc, users)
+        for i, d in enumerate(devices):
+            start = None if kind == "resident" else (alloc[i] if kind == "each" else alloc)
+            until = {"resident": (), "shared": (frees[0],), "each": (frees[i],),
+                     "users": tuple(int(u) for u in users[i] if u >= 0)}[kind]
+            rows[i].append(Buffer(d, num_bytes, start, until))
+    expected = BufferSet.of([b for row in rows for b in row])
+    got = columns.done()
+    for field in dataclasses.fields(BufferSet):
+        assert np.array_equal(getattr(got, field.name), getattr(expected, field.name)), field.name
