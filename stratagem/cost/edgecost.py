@@ -19,6 +19,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from stratagem.cost.costs import EdgeCost, ReuseOption
 from stratagem.cost.memory import keeps_weight_copy, saved_tensors
 from stratagem.cost.redistribute import Redistribution
@@ -50,26 +52,60 @@ def source_layouts(model, tensor: str, src_op: str | None, src_config: Configura
     raise GraphError(f"op {src_op!r} neither produces nor reads tensor {tensor!r}")
 
 
+@dataclass(frozen=True)
+class EdgeFacts:
+    """What an edge's cost reads of the graph besides the layouts at its two ends, found once per
+    edge: edges with equal facts cost the same between equal layouts (`priced_edge`), so a table
+    of configuration pairs, or a repeated layer's edges, price each pair of layouts once."""
+    shape: tuple[int, ...]
+    itemsize: int
+    backward: bool                  # a gradient flows back to a source op
+    reuse: tuple[bool, bool]        # (both ends keep the tensor for backward, another consumer keeps it)
+    weight_copy: bool               # a reader other than the weight's owner keeps its copy (kept_weight_copy_bytes)
+    recomputed: bool                # the consumer recomputes, moving its input again in backward
+
+
+def edge_facts(model, tensor: str, src_op: str | None, dst_op: str) -> EdgeFacts:
+    graph = model.graph
+    consumer = graph.op(dst_op)
+    _positions(graph, tensor, dst_op)
+    spec = graph.tensors[tensor]
+    kept = src_op is not None and tensor in saved_tensors(graph, consumer) \
+        and tensor in saved_tensors(graph, graph.op(src_op))
+    return EdgeFacts(spec.shape, dtype_bytes(spec.dtype), src_op is not None and tensor in graph.requires_grad,
+                     (kept, kept and other_keepers(graph, tensor, dst_op)),
+                     is_weight_edge(graph, tensor, src_op) and keeps_weight_copy(graph, consumer, tensor),
+                     dst_op in model.recomputed)
+
+
+def consumer_layouts(model, facts: EdgeFacts, tensor: str, dst_op: str, dst_config: Configuration
+                     ) -> tuple[tuple[TensorLayout, ...], tuple[TensorLayout, ...]]:
+    """The distinct layouts the consumer reads the tensor in, and (when a gradient flows back) the
+    distinct layouts of its input gradients."""
+    positions = _positions(model.graph, tensor, dst_op)
+    dst = _distinct(model.input_layout(dst_op, dst_config, i) for i in positions)
+    grads = _distinct(model.input_layout(dst_op, dst_config, i, gradient=True) for i in positions) \
+        if facts.backward else []
+    return tuple(dst), tuple(grads)
+
+
 def build_edge_cost(model, tensor: str, src_op: str | None, src_config: Configuration | None,
                     dst_op: str, dst_config: Configuration) -> EdgeCost:
-    graph = model.graph
-    spec = graph.tensors[tensor]
-    consumer = graph.op(dst_op)
-    positions = [i for i, t in enumerate(consumer.inputs) if t == tensor]
-    if not positions:
-        raise GraphError(f"op {dst_op!r} does not read tensor {tensor!r}")
+    facts = edge_facts(model, tensor, src_op, dst_op)
     src, grad_target = source_layouts(model, tensor, src_op, src_config)
-    dst = _distinct(model.input_layout(dst_op, dst_config, i) for i in positions)
-    forward = [model.reschedule(spec, src, lay) for lay in dst]
-    backward: list[Redistribution] = []
-    if grad_target is not None and tensor in graph.requires_grad:
-        grads = _distinct(model.input_layout(dst_op, dst_config, i, gradient=True) for i in positions)
-        backward = [model.reschedule(spec, g, grad_target) for g in grads]
-    reuse = _reuse(model, tensor, src_op, dst_op, src, dst[0], forward[0])
+    return priced_edge(model, facts, src, grad_target, *consumer_layouts(model, facts, tensor, dst_op, dst_config))
+
+
+def priced_edge(model, facts: EdgeFacts, src: TensorLayout, grad_target: TensorLayout | None,
+                dst: tuple[TensorLayout, ...], grads: tuple[TensorLayout, ...]) -> EdgeCost:
+    """The edge's cost from its facts and layouts: source_layouts' pair, consumer_layouts' pair."""
+    forward = [model.rescheduler.plan(facts.shape, facts.itemsize, src, lay) for lay in dst]
+    backward = [model.rescheduler.plan(facts.shape, facts.itemsize, g, grad_target) for g in grads]
+    reuse = _reuse(model, facts, src, dst[0], forward[0])
     default = reuse[0] if reuse else None
     moves = [r for r in forward + backward if r.steps]
-    kept_copy = kept_weight_copy_bytes(model, tensor, src_op, dst_op, dst[0]) if forward[0].steps else 0.0
-    if dst_op in model.recomputed:      # the consumer's recomputation moves its input again in backward
+    kept_copy = kept_weight_copy_bytes(facts, dst[0]) if forward[0].steps else 0.0
+    if facts.recomputed:      # the consumer's recomputation moves its input again in backward
         backward = forward + backward
     return EdgeCost(tuple(s for r in forward for s in r.steps), tuple(s for r in backward for s in r.steps),
                     sum(r.time_s for r in forward), sum(r.time_s for r in backward),
@@ -83,42 +119,44 @@ def is_weight_edge(graph, tensor: str, src_op: str | None) -> bool:
     return src_op is not None and tensor not in graph.op(src_op).outputs
 
 
-def kept_weight_copy_bytes(model, tensor: str, src_op: str | None, dst_op: str, dst: TensorLayout) -> float:
+def kept_weight_copy_bytes(facts: EdgeFacts, dst: TensorLayout) -> float:
     """A re-scheduled copy of a weight that its (non-owner) reader keeps until its backward
     (cost.memory.keeps_weight_copy): memory that stays, on the reader's devices; 0 otherwise."""
-    graph = model.graph
-    if not is_weight_edge(graph, tensor, src_op) or not keeps_weight_copy(graph, graph.op(dst_op), tensor):
+    if not facts.weight_copy:
         return 0.0
-    spec = graph.tensors[tensor]
-    return float(dst.local_num_elements(spec.shape) * dtype_bytes(spec.dtype))
+    return float(dst.local_num_elements(facts.shape) * facts.itemsize)
 
 
 def _distinct(layouts) -> list[TensorLayout]:
     return list(dict.fromkeys(layouts))
 
 
-def _reuse(model, tensor: str, src_op: str | None, dst_op: str, src: TensorLayout, dst: TensorLayout,
-           forward: Redistribution) -> tuple[ReuseOption, ...]:
-    graph = model.graph
-    if src_op is None or tensor not in saved_tensors(graph, graph.op(dst_op)):
+def _positions(graph, tensor: str, dst_op: str) -> tuple[int, ...]:
+    """Where the consumer reads the tensor."""
+    positions = tuple(i for i, t in enumerate(graph.op(dst_op).inputs) if t == tensor)
+    if not positions:
+        raise GraphError(f"op {dst_op!r} does not read tensor {tensor!r}")
+    return positions
+
+
+def _reuse(model, facts: EdgeFacts, src: TensorLayout, dst: TensorLayout, forward: Redistribution
+           ) -> tuple[ReuseOption, ...]:
+    kept, kept_by_another = facts.reuse
+    if not kept:
         return ()
-    spec = graph.tensors[tensor]
-    itemsize = dtype_bytes(spec.dtype)
-    src_bytes = float(src.local_num_elements(spec.shape) * itemsize)
-    dst_bytes = float(dst.local_num_elements(spec.shape) * itemsize)
-    as_is = not forward.steps and src == dst
-    if tensor not in saved_tensors(graph, graph.op(src_op)):
-        return ()
-    if as_is:
-        return (ReuseOption("shared", -dst_bytes, (), 0.0),)
+    shape, itemsize = facts.shape, facts.itemsize
+    if not forward.steps and src == dst:
+        return (ReuseOption("shared", -float(dst.local_num_elements(shape) * itemsize), (), 0.0),)
     if not forward.steps:          # a local slice the consumer keeps beside the producer's shard
         return ()
-    back = model.reschedule(spec, dst, src)
+    back = model.rescheduler.plan(shape, itemsize, dst, src)
     options = (ReuseOption("keep_both", 0.0, (), 0.0),
-               ReuseOption("keep_before", -dst_bytes, forward.steps, forward.time_s))
-    if other_keepers(graph, tensor, dst_op):
+               ReuseOption("keep_before", -float(dst.local_num_elements(shape) * itemsize), forward.steps,
+                           forward.time_s))
+    if kept_by_another:
         return options
-    return options + (ReuseOption("keep_after", -src_bytes, back.steps, back.time_s),)
+    return options + (ReuseOption("keep_after", -float(src.local_num_elements(shape) * itemsize), back.steps,
+                                  back.time_s),)
 
 
 def other_keepers(graph, tensor: str, dst_op: str) -> bool:

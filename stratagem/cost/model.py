@@ -27,7 +27,7 @@ from stratagem.cluster import Cluster, CommTable, load
 from stratagem.cost.compute import ComputeModel
 from stratagem.cost.compute_table import ComputeTable, ProfileRequest
 from stratagem.cost.costs import EdgeCost, OpCost, PlanCost
-from stratagem.cost.edgecost import build_edge_cost
+from stratagem.cost.edgecost import EdgeFacts, consumer_layouts, edge_facts, priced_edge, source_layouts
 from stratagem.cost.memory import Optimizer, kept_tensors, viewed_input
 from stratagem.cost.opcost import OpWork, build_op_cost, op_work
 from stratagem.cost.oplayouts import OpLayouts
@@ -43,6 +43,7 @@ from stratagem.space import (
     Configuration, Edge, OpLayout, SpaceOptions, check_reuse, check_strategy, enumerate_configurations, reuse_of,
 )
 from stratagem.space.tensor_layout import TensorLayout
+from stratagem.tdl.analysis import Analysis
 from stratagem.tdl.graphops import AnalysisCache
 
 
@@ -87,8 +88,10 @@ class CostModel:
         self.rescheduler = Rescheduler(cluster, self.price)
         self._ops: dict[tuple[str, Configuration], OpCost] = {}
         self._edges: dict[tuple, EdgeCost] = {}
+        self._priced: dict[tuple, EdgeCost] = {}
         self._prices: dict[tuple, float] = {}
         self._configs: dict[tuple[str, SpaceOptions], tuple[Configuration, ...]] = {}
+        self._by_analysis: dict[tuple[Analysis, SpaceOptions], tuple[Configuration, ...]] = {}
         self._edge_list: tuple[Edge, ...] | None = None
         self._kept: frozenset[str] | None = None
         self._viewed: Mapping[str, str | None] | None = None
@@ -121,13 +124,44 @@ class CostModel:
 
     def edge_cost(self, tensor: str, src_op: str | None, src_config: Configuration | None,
                   dst_op: str, dst_config: Configuration) -> EdgeCost:
-        src_config = src_config.base if src_config is not None else None   # weight states move no activation
-        dst_config = dst_config.base
-        key = (tensor, src_op, src_config, dst_op, dst_config)
-        found = self._edges.get(key)
+        found = self._edges.get((tensor, src_op, src_config.base if src_config is not None else None, dst_op,
+                                 dst_config.base))      # weight states move no activation
         if found is None:
-            found = self._edges[key] = build_edge_cost(self, tensor, src_op, src_config, dst_op,
-                                                       self._checked(dst_config))
+            found = self.paired_edge_costs(tensor, src_op, (src_config,), dst_op, (dst_config,))[0]
+        return found
+
+    def edge_costs(self, tensor: str, src_op: str | None, src_configs, dst_op: str, dst_configs
+                   ) -> list[list[EdgeCost]]:
+        """[[edge_cost(tensor, src_op, a, dst_op, b) for b in dst_configs] for a in src_configs],
+        with the edge's facts found once and each configuration's layouts once. Edges with equal
+        facts (cost.edgecost.EdgeFacts) between equal layouts are priced once, a repeated layer's too."""
+        found = self.paired_edge_costs(tensor, src_op, [a for a in src_configs for _ in dst_configs], dst_op,
+                                       list(dst_configs) * len(src_configs))
+        return [found[i:i + len(dst_configs)] for i in range(0, len(found), len(dst_configs))]
+
+    def paired_edge_costs(self, tensor: str, src_op: str | None, src_configs, dst_op: str, dst_configs
+                          ) -> list[EdgeCost]:
+        """[edge_cost(tensor, src_op, a, dst_op, b) for a, b in zip(src_configs, dst_configs)],
+        found as edge_costs finds them."""
+        bases: dict[Configuration | None, Configuration | None] = {None: None}
+        layouts, found = None, []
+        for a, b in zip(src_configs, dst_configs):
+            a, b = (bases[c] if c in bases else bases.setdefault(c, c.base) for c in (a, b))
+            key = (tensor, src_op, a, dst_op, b)
+            cost = self._edges.get(key)
+            if cost is None:
+                layouts = layouts or _EdgeLayouts(self, tensor, src_op, dst_op)
+                cost = self._edges[key] = layouts.priced(a, self._checked(b))
+            found.append(cost)
+        return found
+
+    def priced_edge(self, facts: EdgeFacts, src: TensorLayout, grad_target: TensorLayout | None,
+                    dst: tuple[TensorLayout, ...], grads: tuple[TensorLayout, ...]) -> EdgeCost:
+        """cost.edgecost.priced_edge, memoized by its arguments (what an edge's cost depends on)."""
+        key = (facts, src, grad_target, dst, grads)
+        found = self._priced.get(key)
+        if found is None:
+            found = self._priced[key] = priced_edge(self, facts, src, grad_target, dst, grads)
         return found
 
     def edge_cost_in(self, edge: Edge, strategy: Mapping[str, Configuration],
@@ -166,11 +200,19 @@ class CostModel:
         weights sharded under is followed by its sharded states (cost.weight_state)."""
         key = (op_name, options)
         if key not in self._configs:
-            found = enumerate_configurations(self.analyses[op_name], self.num_devices, options)
+            found = self._enumerated(self.analyses[op_name], options)
             if options.state_sharding:
                 found = with_states(self.graph, self.layouts, op_name, found)
             self._configs[key] = found
         return self._configs[key]
+
+    def _enumerated(self, analysis, options: SpaceOptions) -> tuple[Configuration, ...]:
+        """enumerate_configurations, once per analysis (shared by the ops of one signature)."""
+        key = (analysis, options)
+        found = self._by_analysis.get(key)
+        if found is None:
+            found = self._by_analysis[key] = enumerate_configurations(analysis, self.num_devices, options)
+        return found
 
     def edges(self) -> tuple[Edge, ...]:
         """Every (tensor, source op, consumer) pair a strategy pays re-scheduling for."""
@@ -256,3 +298,35 @@ class CostModel:
             raise ConfigError(f"configuration {config} uses devices beyond the model's {self.num_devices}",
                               hint="Use configurations from CostModel.configurations")
         return config
+
+
+class _EdgeLayouts:
+    """One edge's facts, and its distinct layouts at either end by configuration, while
+    CostModel.edge_costs fills a table: each pair of distinct layouts is priced (looked up) once."""
+
+    def __init__(self, model: CostModel, tensor: str, src_op: str | None, dst_op: str):
+        self.model, self.tensor, self.src_op, self.dst_op = model, tensor, src_op, dst_op
+        self.facts = edge_facts(model, tensor, src_op, dst_op)
+        self._sources: dict[Configuration | None, int] = {}     # configuration -> distinct layouts' index
+        self._consumers: dict[Configuration, int] = {}
+        self._layouts: tuple[list, list] = ([], [])             # per end, the distinct layouts
+        self._ids: tuple[dict, dict] = ({}, {})                 # and their indices
+        self._by_index: dict[tuple[int, int], EdgeCost] = {}
+
+    def priced(self, src_config: Configuration | None, dst_config: Configuration) -> EdgeCost:
+        pair = (self._index(0, self._sources, src_config), self._index(1, self._consumers, dst_config))
+        found = self._by_index.get(pair)
+        if found is None:
+            found = self._by_index[pair] = self.model.priced_edge(
+                self.facts, *self._layouts[0][pair[0]], *self._layouts[1][pair[1]])
+        return found
+
+    def _index(self, end: int, known: dict, config: Configuration | None) -> int:
+        found = known.get(config)
+        if found is None:
+            layouts = source_layouts(self.model, self.tensor, self.src_op, config) if end == 0 else \
+                consumer_layouts(self.model, self.facts, self.tensor, self.dst_op, config)
+            found = known[config] = self._ids[end].setdefault(layouts, len(self._ids[end]))
+            if found == len(self._layouts[end]):
+                self._layouts[end].append(layouts)
+        return found

@@ -1,4 +1,5 @@
-"""Layouts of every op input and output under a configuration, memoized (no cluster needed).
+"""Layouts of every op input and output under a configuration, memoized per op analysis (ops
+of one signature share them; no cluster needed).
 
 Shared by the cost model and by `profile_requests`, which lists the distinct local ops a search
 would run: for each op and each configuration the space offers, the kernel one device executes
@@ -12,6 +13,7 @@ from stratagem.space.tensor_layout import TensorLayout, input_layout, output_lay
 from stratagem.cost.regions import input_boxes
 from stratagem.ir import Graph
 from stratagem.space import Configuration, OpLayout, SpaceOptions, enumerate_configurations, layout
+from stratagem.tdl.analysis import Analysis
 from stratagem.tdl.graphops import AnalysisCache
 
 
@@ -19,26 +21,28 @@ class OpLayouts:
     def __init__(self, graph: Graph):
         self.graph = graph
         self.analyses = AnalysisCache(graph)
-        self._layouts: dict[tuple[str, Configuration], OpLayout] = {}
-        self._inputs: dict[tuple[str, Configuration, int, bool], TensorLayout] = {}
+        self._layouts: dict[tuple[Analysis, Configuration], OpLayout] = {}      # by analysis: ops of one
+        self._inputs: dict[tuple[Analysis, Configuration, int, bool], TensorLayout] = {}   # signature share them
 
     def layout(self, op_name: str, config: Configuration) -> OpLayout:
         config = config.base                      # how weights are held changes no placement
-        key = (op_name, config)
+        analysis = self.analyses[op_name]
+        key = (analysis, config)
         found = self._layouts.get(key)
         if found is None:
-            found = self._layouts[key] = layout(self.analyses[op_name], config)
+            found = self._layouts[key] = layout(analysis, config)
         return found
 
     def input_layout(self, op_name: str, config: Configuration, index: int, gradient: bool = False
                      ) -> TensorLayout:
         config = config.base
-        key = (op_name, config, index, gradient)
+        analysis = self.analyses[op_name]
+        key = (analysis, config, index, gradient)
         found = self._inputs.get(key)
         if found is None:
             op_layout = self.layout(op_name, config)
             regular = all(p is not None for p in op_layout.inputs[index])
-            boxes = None if regular else input_boxes(self.analyses[op_name], config, index)
+            boxes = None if regular else input_boxes(analysis, config, index)
             found = self._inputs[key] = input_layout(op_layout, index, gradient, boxes)
         return found
 

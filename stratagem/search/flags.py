@@ -77,8 +77,7 @@ def expand_edge(model, edge: Edge, tables: tuple[np.ndarray, np.ndarray, np.ndar
     if bit is None:
         return mem, time, transient
     keeps = edge.dst_op in src_flags[bit].keepers
-    costs = [[model.edge_cost(edge.tensor, edge.src_op, a, edge.dst_op, b) for b in dst_configs]
-             for a in src_configs]
+    costs = model.edge_costs(edge.tensor, edge.src_op, src_configs, edge.dst_op, dst_configs)
     kept = input_transient_table(model, edge, src_configs, dst_configs, costs, option_names, True)
     flagged = _with_bit(bit, len(src_flags))
     for ks, src in enumerate(src_configs):

@@ -268,9 +268,9 @@ def _node_costs(model, group: Group, members, n: int, group_of, g: int) -> tuple
     for edge in model.edges():
         if edge.dst_op not in in_group or (edge.src_op is not None and edge.src_op not in in_group):
             continue
-        for k in range(n):
-            src = members[edge.src_op][k] if edge.src_op else None
-            cost = model.edge_cost(edge.tensor, edge.src_op, src, edge.dst_op, members[edge.dst_op][k])
+        src = members[edge.src_op] if edge.src_op else (None,) * n
+        for k, cost in enumerate(model.paired_edge_costs(edge.tensor, edge.src_op, src, edge.dst_op,
+                                                         members[edge.dst_op])):
             mem[k] += cost.extra_memory_bytes
             time[k] += cost.time_s
     return mem, time
@@ -299,20 +299,27 @@ def _edge_table(model, edge, src_configs, dst_configs):
         return (mem[:, src_index][:, :, dst_index], time[:, src_index][:, :, dst_index], names,
                 transient[..., src_index, :][..., dst_index])
     ks, kd = len(src_configs), len(dst_configs)
-    costs = [[model.edge_cost(edge.tensor, edge.src_op, a, edge.dst_op, b) for b in dst_configs]
-             for a in src_configs]
-    r = max(max(1, len(c.reuse)) for row in costs for c in row)
-    mem, time = (np.full((r, ks, kd), np.inf) for _ in range(2))
-    names: list[tuple[str, ...]] = []
-    for i, row in enumerate(costs):
-        for j, cost in enumerate(row):
-            options = [o.name for o in cost.reuse] or [cost.default_reuse]
-            for o, name in enumerate(options):
-                chosen = cost if name == cost.default_reuse else cost.with_reuse(name)
-                mem[o, i, j], time[o, i, j] = chosen.extra_memory_bytes, chosen.time_s
-            names.append(tuple(name or "" for name in options))
+    costs = model.edge_costs(edge.tensor, edge.src_op, src_configs, edge.dst_op, dst_configs)
+    distinct: dict[int, int] = {}         # by id: the cost model gives pairs of equal layouts one cost
+    found = [distinct.setdefault(id(cost), len(distinct)) for row in costs for cost in row]
+    rows = [_reuse_row(cost) for cost in {id(cost): cost for row in costs for cost in row}.values()]
+    r = max(len(options) for options, _, _ in rows)
+    mem, time = (np.full((len(rows), r), np.inf) for _ in range(2))
+    for u, (_, m, t) in enumerate(rows):
+        mem[u, :len(m)], time[u, :len(t)] = m, t
+    at = np.array(found, dtype=np.int64)
+    mem, time = (np.ascontiguousarray(table[at].T.reshape(r, ks, kd)) for table in (mem, time))
+    names = [rows[u][0] for u in found]
     transient = input_transient_table(model, edge, src_configs, dst_configs, costs, names)
     return mem, time, tuple(names), transient
+
+
+def _reuse_row(cost) -> tuple[tuple[str, ...], list[float], list[float]]:
+    """An edge cost's reuse options by name ("" for none), and the memory and time under each."""
+    options = [o.name for o in cost.reuse] or [cost.default_reuse]
+    chosen = [cost if name == cost.default_reuse else cost.with_reuse(name) for name in options]
+    return (tuple(name or "" for name in options), [c.extra_memory_bytes for c in chosen],
+            [c.time_s for c in chosen])
 
 
 def _bases(configs) -> tuple[tuple[Configuration, ...], np.ndarray]:
