@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -35,7 +36,7 @@ from stratagem.cost.recompute import recomputed_ops, with_recompute
 from stratagem.cost.redistribute import Redistribution
 from stratagem.cost.reschedule import Rescheduler
 from stratagem.cost.sharing import SharedTensor, shared_tensors, sharing_credits
-from stratagem.cost.transient import transient_terms
+from stratagem.cost.transient import input_transient_bytes, op_transient_bytes, transient_terms
 from stratagem.cost.weight_state import check_state, with_states
 from stratagem.errors import ConfigError
 from stratagem.ir import Graph, Role, TensorSpec, dtype_bytes, weight_owner
@@ -95,6 +96,7 @@ class CostModel:
         self._edge_list: tuple[Edge, ...] | None = None
         self._kept: frozenset[str] | None = None
         self._viewed: Mapping[str, str | None] | None = None
+        self._transients: dict[tuple, Any] = {}      # cost.transient's terms by their arguments
         self._shared: tuple[SharedTensor, ...] | None = None
 
     # ---- public API ---------------------------------------------------------------------------------
@@ -262,6 +264,24 @@ class CostModel:
         for num_bytes, devices, _ in transient_terms(self, strategy):
             np.maximum.at(parts["transient"], list(devices), num_bytes)
         return {kind: values.tolist() for kind, values in parts.items()}
+
+    def input_transient(self, edge: Edge, src_config: Configuration | None, dst_config: Configuration,
+                        option: str | None, kept_by_another: bool) -> tuple[float, float, float]:
+        """cost.transient.input_transient_bytes, memoized (every simulated plan asks it per edge)."""
+        key = (edge, src_config, dst_config, option, kept_by_another)
+        found = self._transients.get(key)
+        if found is None:
+            found = self._transients[key] = input_transient_bytes(self, edge, src_config, dst_config, option,
+                                                                  kept_by_another)
+        return found
+
+    def op_transient(self, op_name: str, config: Configuration) -> float:
+        """cost.transient.op_transient_bytes, memoized."""
+        key = (op_name, config)
+        found = self._transients.get(key)
+        if found is None:
+            found = self._transients[key] = op_transient_bytes(self, op_name, config)
+        return found
 
     # ---- shared pieces (used by opcost and edgecost) -------------------------------------------------
     def price(self, kind: str, num_bytes: float, groups: tuple[tuple[int, ...], ...]) -> float:

@@ -36,6 +36,7 @@ activations are saved yet, the model overestimates the simulated peak;
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from functools import reduce
 
@@ -113,11 +114,19 @@ def op_term(own, inputs: Sequence[tuple]):
     running = own + sum((lhp[0] for lhp in inputs), 0.0)
     if not inputs:
         return running
+    if isinstance(own, float) and all(isinstance(x, float) for lhp in inputs for x in lhp):
+        return _scalar_term(running, inputs)        # the same arithmetic, without numpy's per-call cost
     held = sum((lhp[1] for lhp in inputs), 0.0)
     with np.errstate(invalid="ignore"):
         moving = reduce(np.maximum, [np.where(np.isinf(lhp[2]), np.inf, np.subtract(lhp[2], lhp[1]))
                                      for lhp in inputs])
     return np.maximum(running, held + moving)
+
+
+def _scalar_term(running: float, inputs: Sequence[tuple[float, float, float]]) -> float:
+    held = sum((lhp[1] for lhp in inputs), 0.0)
+    moving = max(math.inf if math.isinf(p) else p - h for _, h, p in inputs)
+    return max(running, held + moving)
 
 
 def _produced(model, edge: Edge) -> bool:
@@ -158,11 +167,11 @@ def transient_terms(model, strategy: Mapping[str, Configuration]) -> Iterator[tu
     inputs: dict[str, list[tuple[float, float, float]]] = {}
     for edge in model.edges():
         src = strategy[edge.src_op] if edge.src_op else None
-        inputs.setdefault(edge.dst_op, []).append(input_transient_bytes(
-            model, edge, src, strategy[edge.dst_op], reuse.get(edge), edge.tensor in shared))
+        inputs.setdefault(edge.dst_op, []).append(model.input_transient(
+            edge, src, strategy[edge.dst_op], reuse.get(edge), edge.tensor in shared))
     for op in model.graph.ops:
         config = strategy[op.name]
-        yield (float(op_term(op_transient_bytes(model, op.name, config), inputs.get(op.name, []))),
+        yield (float(op_term(model.op_transient(op.name, config), inputs.get(op.name, []))),
                config.devices, op.name)
 
 

@@ -84,6 +84,10 @@ class BufferColumns:
         n, m = len(self.devices), len(self._bytes)
         if not m:
             return BufferSet(*(np.zeros(0, dtype=t) for t in (np.int64, np.float64, np.int64, np.int64, np.int64)))
+        if m == 1:                                      # one column: its arrays are the set's
+            return BufferSet(np.arange(self.devices.start, self.devices.stop, dtype=np.int64),
+                             np.full(n, self._bytes[0], dtype=np.float64), self._alloc[0], self._free_count[0],
+                             self._free_tasks[0])
         counts = np.stack(self._free_count, axis=1)                    # [device, column]
         starts = (np.cumsum(counts.ravel()) - counts.ravel()).reshape(n, m)
         free_tasks = np.zeros(int(counts.sum()), dtype=np.int64)
