@@ -248,17 +248,15 @@ class CostModel:
         activations: saved ones and kept re-scheduled copies, less buffers shared by their
         keepers) and the largest transient term: what Eq. 3's peak adds up."""
         parts = {kind: np.zeros(self.num_devices) for kind in MEMORY_KINDS}
-        for op in self.graph.ops:
-            config = strategy[op.name]
-            memory = self.op_cost(op.name, config).memory
-            at = slice(config.devices.start, config.devices.stop)
-            parts["weights"][at] += memory.parameter_bytes
-            parts["gradients"][at] += memory.gradient_bytes
-            parts["optimizer_state"][at] += memory.optimizer_bytes
-            parts["activations"][at] += memory.activation_bytes
-        for edge in self.edges():
-            devices = strategy[edge.dst_op].devices
-            parts["activations"][devices.start:devices.stop] += self.edge_cost_in(edge, strategy).extra_memory_bytes
+        ops = [(strategy[op.name].devices, self.op_cost(op.name, strategy[op.name]).memory) for op in self.graph.ops]
+        devices = _spread([d for d, _ in ops])
+        for kind, field in (("weights", "parameter_bytes"), ("gradients", "gradient_bytes"),
+                            ("optimizer_state", "optimizer_bytes")):
+            np.add.at(parts[kind], devices, _repeated([getattr(m, field) for _, m in ops], ops))
+        edges = [(strategy[e.dst_op].devices, self.edge_cost_in(e, strategy).extra_memory_bytes) for e in self.edges()]
+        np.add.at(parts["activations"], np.concatenate([devices, _spread([d for d, _ in edges])]),
+                  np.concatenate([_repeated([m.activation_bytes for _, m in ops], ops),
+                                  _repeated([b for _, b in edges], edges)]))     # in the order of a loop: ops, then edges
         for num_bytes, devices in sharing_credits(self, strategy):
             np.subtract.at(parts["activations"], list(devices), num_bytes)
         for num_bytes, devices, _ in transient_terms(self, strategy):
@@ -318,6 +316,18 @@ class CostModel:
             raise ConfigError(f"configuration {config} uses devices beyond the model's {self.num_devices}",
                               hint="Use configurations from CostModel.configurations")
         return config
+
+
+def _spread(ranges: list[range]) -> np.ndarray:
+    """The devices of each range, one after another."""
+    lengths = np.fromiter(map(len, ranges), dtype=np.int64, count=len(ranges))
+    starts = np.fromiter((r.start for r in ranges), dtype=np.int64, count=len(ranges))
+    return np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()))
+
+
+def _repeated(values: list[float], spans: list[tuple[range, object]]) -> np.ndarray:
+    """Each value once per device of its span's range (as `_spread` lists them)."""
+    return np.repeat(np.asarray(values, dtype=np.float64), [len(r) for r, _ in spans])
 
 
 class _EdgeLayouts:

@@ -24,7 +24,7 @@ import numpy as np
 
 from stratagem.collection import fewer_collections
 from stratagem.sim import lifetimes, producers
-from stratagem.sim.memory import BufferSet, live_bytes, peak_memory, peak_memory_and_instants
+from stratagem.sim.memory import BufferSet, live_bytes_by_set, peak_memory, peak_memory_and_instants
 from stratagem.sim.state import SimState
 from stratagem.sim.trace import TraceTask, chrome_trace
 from stratagem.space import Configuration, Strategy, check_strategy, reuse_of
@@ -172,8 +172,8 @@ class Simulation:
         instant = float(instants[device])
         named = [(name, bs) for name, bs in self.op_buffers.items()] + \
                 [(str(self.state.edges[k]), bs) for k, bs in self.edge_buffers.items()]
-        held = sorted(((name, live_bytes(bs, start, end, device, instant)) for name, bs in named),
-                      key=lambda x: -x[1])
+        live = live_bytes_by_set([bs for _, bs in named], start, end, device, instant)
+        held = sorted(((name, float(b)) for (name, _), b in zip(named, live)), key=lambda x: -x[1])
         return PeakBreakdown(device, float(peaks[device]), instant,
                              self.state.tasks.running_at(device, instant),
                              tuple((name, b) for name, b in held[:top] if b > 0))
