@@ -170,13 +170,16 @@ class Simulation:
         peaks, instants = peak_memory_and_instants(sets, start, end, self.num_devices)
         device = int(np.argmax(peaks))
         instant = float(instants[device])
-        named = [(name, bs) for name, bs in self.op_buffers.items()] + \
-                [(str(self.state.edges[k]), bs) for k, bs in self.edge_buffers.items()]
-        live = live_bytes_by_set([bs for _, bs in named], start, end, device, instant)
-        held = sorted(((name, float(b)) for (name, _), b in zip(named, live)), key=lambda x: -x[1])
+        holders = list(self.op_buffers) + list(self.edge_buffers)       # op names, then edge indices
+        live = live_bytes_by_set(sets, start, end, device, instant)
+        most = sorted(range(len(holders)), key=lambda i: -live[i])[:top]     # stable: ties in holder order
         return PeakBreakdown(device, float(peaks[device]), instant,
                              self.state.tasks.running_at(device, instant),
-                             tuple((name, b) for name, b in held[:top] if b > 0))
+                             tuple((self._holder_name(holders[i]), float(live[i])) for i in most if live[i] > 0))
+
+    def _holder_name(self, holder: str | int) -> str:
+        """An op's name, or an edge's (by its index)."""
+        return holder if isinstance(holder, str) else str(self.state.edges[holder])
 
     def result(self, with_trace: bool = False) -> SimulationResult:
         tasks = self.state.tasks

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from numba import njit
 
 from stratagem.sim import engine
 
@@ -77,22 +78,49 @@ class _Pool:
         return self.data[self.ptr[owner]: self.ptr[owner] + self.cnt[owner]]
 
     @classmethod
-    def from_csr(cls, counts: np.ndarray, values: np.ndarray, slack: float = 0.0) -> "_Pool":
+    def with_counts(cls, counts: np.ndarray, slack: float = 0.0) -> "_Pool":
+        """Segments of `counts` entries (and `slack` of spare room), their values still -1."""
         pool = cls(len(counts), 16)
+        counts = counts.astype(np.int64)
         spare = np.maximum((counts * slack).astype(np.int64), 0) + (2 if slack else 0)
         cap = counts + spare
         ends = np.cumsum(cap)
         pool.ptr = (ends - cap).astype(np.int64)
-        pool.cnt, pool.cap = counts.astype(np.int64).copy(), cap.astype(np.int64)
+        pool.cnt, pool.cap = counts.copy(), cap.astype(np.int64)
         pool.used = int(ends[-1]) if len(ends) else 0
         pool.data = np.full(max(pool.used, 16), -1, dtype=np.int64)
+        return pool
+
+    @classmethod
+    def from_csr(cls, counts: np.ndarray, values: np.ndarray, slack: float = 0.0) -> "_Pool":
+        pool = cls.with_counts(counts, slack)
         if not slack:                                   # no room between segments: values as they are
             pool.data[:len(values)] = values
             return pool
         # value j of owner o goes to ptr[o] + (j - offset[o]) = j + (spare before o)
+        spare = pool.cap - pool.cnt
         before = np.cumsum(spare) - spare
-        pool.data[np.arange(len(values)) + np.repeat(before, counts)] = values
+        pool.data[np.arange(len(values)) + np.repeat(before, pool.cnt)] = values
         return pool
+
+
+@njit(cache=True)
+def _scatter_pairs(owner, value, at, data):
+    """value[j] appended to owner[j]'s segment (starting at at[owner[j]]), in the order of j."""
+    for j in range(len(owner)):
+        o = owner[j]
+        data[at[o]] = value[j]
+        at[o] += 1
+
+
+@njit(cache=True)
+def _successors(pred_ptr, pred_cnt, pred_data, at, succ_data):
+    """Each task appended to its predecessors' successor segments, tasks in increasing order."""
+    for t in range(len(pred_ptr)):
+        for i in range(pred_cnt[t]):
+            p = pred_data[pred_ptr[t] + i]
+            succ_data[at[p]] = t
+            at[p] += 1
 
 
 class TaskStore:
@@ -121,6 +149,17 @@ class TaskStore:
     def from_arrays(cls, num_resources: int, duration: np.ndarray, topo: np.ndarray,
                     res_counts: np.ndarray, res_values: np.ndarray,
                     pred_counts: np.ndarray, pred_values: np.ndarray) -> "TaskStore":
+        """A store from its tasks' resources and predecessors as (counts, values one after another)."""
+        owners = np.repeat(np.arange(len(duration), dtype=np.int64), np.asarray(pred_counts, dtype=np.int64))
+        return cls.from_pairs(num_resources, duration, topo, res_counts, res_values, owners,
+                              np.asarray(pred_values, dtype=np.int64))
+
+    @classmethod
+    def from_pairs(cls, num_resources: int, duration: np.ndarray, topo: np.ndarray,
+                   res_counts: np.ndarray, res_values: np.ndarray,
+                   pred_owner: np.ndarray, pred_value: np.ndarray) -> "TaskStore":
+        """A store from (task, predecessor) pairs in any order: each task's predecessors in the
+        order of the pairs, each task's successors in increasing order."""
         store = cls.__new__(cls)
         store.num_resources = num_resources
         n = len(duration)
@@ -132,11 +171,10 @@ class TaskStore:
             raise TypeError(f"structural keys are integers (stratagem.sim.keys), got {np.asarray(topo).dtype}")
         store.topo[:n] = topo
         store.res = _Pool.from_csr(np.asarray(res_counts), np.asarray(res_values))
-        store.pred = _Pool.from_csr(np.asarray(pred_counts), np.asarray(pred_values), slack=0.25)
-        owners = np.repeat(np.arange(n), pred_counts)
-        order = np.argsort(pred_values, kind="stable")
-        succ_counts = np.bincount(pred_values, minlength=n).astype(np.int64)
-        store.succ = _Pool.from_csr(succ_counts, owners[order], slack=0.25)
+        store.pred = _Pool.with_counts(np.bincount(pred_owner, minlength=n), slack=0.25)
+        _scatter_pairs(pred_owner, pred_value, store.pred.ptr.copy(), store.pred.data)
+        store.succ = _Pool.with_counts(np.bincount(pred_value, minlength=n), slack=0.25)
+        _successors(store.pred.ptr, store.pred.cnt, store.pred.data, store.succ.ptr.copy(), store.succ.data)
         store.order = None
         store.fallbacks = 0
         store._reset_edits()

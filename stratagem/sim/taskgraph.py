@@ -13,7 +13,7 @@ Task producers (`stratagem.sim.producers`) add and remove tasks only through `ad
 (predecessors pair by pair) and `remove`; the timeline is the store's (`simulate`, `update`). A
 full build collects durations and keys in lists and (task, predecessor) pairs in array pieces
 (`_Pending`), and makes the store from them in one go the first time it is asked for
-(`TaskStore.from_arrays`); edits after that (delta simulation) go to the store one by one. Per task
+(`TaskStore.from_pairs`); edits after that (delta simulation) go to the store one by one. Per task
 it keeps only what reports read (its `TaskMeta`, shared by an op's tasks of one kind).
 """
 
@@ -120,10 +120,8 @@ class _Pending:
             return TaskStore(num_resources)
         owner = np.concatenate(self.pred_owner) if self.pred_owner else np.zeros(0, dtype=np.int64)
         value = np.concatenate(self.pred_value) if self.pred_value else np.zeros(0, dtype=np.int64)
-        order = np.argsort(owner, kind="stable")       # per task, its predecessors in the order given
-        pred_counts = np.bincount(owner, minlength=self.n).astype(np.int64)
-        return TaskStore.from_arrays(num_resources, self.duration.array(), self.topo.array(),
-                                     self.res_counts.array(), self.res_values.array(), pred_counts, value[order])
+        return TaskStore.from_pairs(num_resources, self.duration.array(), self.topo.array(),
+                                    self.res_counts.array(), self.res_values.array(), owner, value)
 
 
 def _ints(tasks) -> np.ndarray:
