@@ -21,8 +21,7 @@ from pathlib import Path
 
 def plan_one(name: str, cluster: str, timeout_s: float, directory: Path) -> dict:
     out = directory / f"{name.replace(':', '_')}.json"
-    command = [sys.executable, "-c", "import sys; from stratagem.cli import main; sys.exit(main(sys.argv[1:]))",
-               "plan", name, "--cluster", cluster, "-o", str(out)]
+    command = [sys.executable, "-m", "stratagem", "plan", name, "--cluster", cluster, "-o", str(out)]   # as a user runs it
     began = time.perf_counter()
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)

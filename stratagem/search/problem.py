@@ -79,9 +79,9 @@ class CostProblem:
 
     def transient_values(self) -> np.ndarray:
         """Every distinct transient term, ascending (the thresholds search.ft_peak tries)."""
-        parts = [t.ravel() for t in self.node_transient]
-        parts += [e.transient.ravel() for e in self.edges if e.transient is not None]
-        values = np.concatenate(parts) if parts else np.zeros(1)
+        arrays = list(self.node_transient) + [e.transient for e in self.edges if e.transient is not None]
+        distinct = {id(a): a for a in arrays}                # repeated layers share their arrays
+        values = np.concatenate([a.ravel() for a in distinct.values()]) if distinct else np.zeros(1)
         return np.unique(np.concatenate([values[np.isfinite(values)], [0.0]]))
 
     def within(self, threshold: float) -> "CostProblem":
