@@ -29,7 +29,7 @@ import numpy as np
 from stratagem.cost.memory import keeps_copy
 from stratagem.cost.opcost import kept_inside
 from stratagem.ir import dtype_bytes
-from stratagem.sim.memory import BufferColumns, BufferSet
+from stratagem.sim.memory import BufferColumns, BufferSet, task_ids
 from stratagem.sim.state import SimState
 
 
@@ -66,7 +66,7 @@ def op_buffers(state: SimState, name: str) -> BufferSet:
 def _or_own(users: np.ndarray, forward) -> np.ndarray:
     """`users` (rows of tasks, -1 for none), with F(o, d) for a device that has none: an output
     nobody reads lives while its op runs."""
-    own = _task_ids(forward).reshape(-1, 1)
+    own = task_ids(forward).reshape(-1, 1)
     if not users.shape[1]:
         return own
     none = (users < 0).all(axis=1)
@@ -108,7 +108,7 @@ def edge_buffers(state: SimState, k: int) -> BufferSet:
     until = tasks["B"] if kept else tasks["F"]
     found = BufferColumns(dst.devices)
     if viewed:
-        found.add_users(size, fwd[0], np.concatenate([_task_ids(until).reshape(-1, 1), view_users], axis=1))
+        found.add_users(size, fwd[0], np.concatenate([task_ids(until).reshape(-1, 1), view_users], axis=1))
     else:
         found.add(size, fwd[0], until)
     if cost.temporary_bytes:
@@ -192,7 +192,7 @@ def _output_users(state: SimState, name: str, tensor: str) -> np.ndarray:
         else:
             columns.append(_on_shared_devices(state, devices, state.edges[k].dst_op, "F"))
     if tensor in state.saved[name] and not _dropped_by_producer(state, name, tensor):
-        columns.append(_task_ids(state.op_tasks[name]["B"]).reshape(-1, 1))
+        columns.append(task_ids(state.op_tasks[name]["B"]).reshape(-1, 1))
     for k in out:                                   # consumers keeping the producer's buffer
         consumer = state.edges[k].dst_op
         if not state.edge_tasks[k]["fwd"] and state.same_layout(k) and tensor in state.saved[consumer]:
@@ -206,12 +206,6 @@ def _output_users(state: SimState, name: str, tensor: str) -> np.ndarray:
     return np.concatenate(columns, axis=1)
 
 
-def _task_ids(tasks) -> np.ndarray:
-    if isinstance(tasks, range):
-        return np.arange(tasks.start, tasks.stop, dtype=np.int64)
-    return np.asarray(tasks, dtype=np.int64)
-
-
 def _on_shared_devices(state: SimState, devices: range, other: str, kind: str) -> np.ndarray:
     """One column: other's task of `kind` on each of `devices` where `other` runs there, else -1."""
     theirs = state.strategy[other].devices
@@ -219,7 +213,7 @@ def _on_shared_devices(state: SimState, devices: range, other: str, kind: str) -
     lo, hi = max(devices.start, theirs.start), min(devices.stop, theirs.stop)
     if lo < hi:
         tasks = state.op_tasks[other][kind]
-        column[lo - devices.start: hi - devices.start, 0] = _task_ids(tasks[lo - theirs.start: hi - theirs.start])
+        column[lo - devices.start: hi - devices.start, 0] = task_ids(tasks[lo - theirs.start: hi - theirs.start])
     return column
 
 

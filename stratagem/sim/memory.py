@@ -100,13 +100,18 @@ class BufferColumns:
                          np.stack(self._alloc, axis=1).ravel(), counts.ravel(), free_tasks)
 
 
+def task_ids(tasks) -> np.ndarray:
+    """Task ids (or any ints) as an int64 array; a range without making its items one by one."""
+    if isinstance(tasks, range):
+        return np.arange(tasks.start, tasks.stop, tasks.step, dtype=np.int64)
+    return np.asarray(tasks, dtype=np.int64)
+
+
 def _per_device(tasks, n: int) -> np.ndarray:
     """One task per device: a task for all, or one each (a range or a sequence)."""
     if isinstance(tasks, (int, np.integer)):
         return np.full(n, tasks, dtype=np.int64)
-    if isinstance(tasks, range):
-        return np.arange(tasks.start, tasks.stop, tasks.step, dtype=np.int64)
-    return np.asarray(tasks, dtype=np.int64).reshape(n)
+    return task_ids(tasks).reshape(n)
 
 
 def peak_memory(buffers: Sequence[Buffer] | Sequence[BufferSet], start: np.ndarray, end: np.ndarray,

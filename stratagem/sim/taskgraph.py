@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stratagem.sim.memory import task_ids
 from stratagem.sim.store import TaskStore
 from stratagem.sim.trace import TraceTask
 
@@ -87,9 +88,9 @@ class _Pending:
         tasks = range(self.n, self.n + len(devices))
         self.n += len(devices)
         self.duration.append_block(np.full(len(devices), duration))
-        self.topo.append_block(_ints(keys))
+        self.topo.append_block(task_ids(keys))
         self.res_counts.append_block(np.ones(len(devices), dtype=np.int64))
-        self.res_values.append_block(_ints(devices))
+        self.res_values.append_block(task_ids(devices))
         if each is None:
             for p in shared:
                 self.link_all(tasks, p)
@@ -103,16 +104,16 @@ class _Pending:
     def add_preds(self, t: int, preds) -> None:
         if len(preds):
             self.pred_owner.append(np.full(len(preds), t, dtype=np.int64))
-            self.pred_value.append(_ints(preds))
+            self.pred_value.append(task_ids(preds))
 
     def link(self, targets, sources) -> None:
         if len(targets):
-            self.pred_owner.append(_ints(targets))
-            self.pred_value.append(_ints(sources))
+            self.pred_owner.append(task_ids(targets))
+            self.pred_value.append(task_ids(sources))
 
     def link_all(self, targets, source: int) -> None:
         if len(targets):
-            self.pred_owner.append(_ints(targets))
+            self.pred_owner.append(task_ids(targets))
             self.pred_value.append(np.full(len(targets), source, dtype=np.int64))
 
     def store(self, num_resources: int) -> TaskStore:
@@ -122,13 +123,6 @@ class _Pending:
         value = np.concatenate(self.pred_value) if self.pred_value else np.zeros(0, dtype=np.int64)
         return TaskStore.from_pairs(num_resources, self.duration.array(), self.topo.array(),
                                     self.res_counts.array(), self.res_values.array(), owner, value)
-
-
-def _ints(tasks) -> np.ndarray:
-    """Task ids as an int64 array (a range without making its items)."""
-    if isinstance(tasks, range):
-        return np.arange(tasks.start, tasks.stop, tasks.step, dtype=np.int64)
-    return np.asarray(tasks, dtype=np.int64)
 
 
 class TaskGraph:
