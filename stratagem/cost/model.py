@@ -13,7 +13,9 @@ collective state machine, or point-to-point transfers) and tensor reuse (cost.ed
 
 Searches call op_cost and edge_cost millions of times: both are memoized per argument tuple, and
 everything under them (layouts, re-scheduling plans, collective times) is memoized too, so a
-repeated call is one dictionary lookup.
+repeated call is one dictionary lookup. Both are priced by content: ops with equal facts
+(cost.opcost.OpFacts) under one configuration, and edges with equal facts between equal layouts,
+are priced once, so a repeated layer's are looked up.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from stratagem.cost.compute_table import ComputeTable, ProfileRequest
 from stratagem.cost.costs import EdgeCost, OpCost, PlanCost
 from stratagem.cost.edgecost import EdgeFacts, consumer_layouts, edge_facts, priced_edge, source_layouts
 from stratagem.cost.memory import Optimizer, kept_tensors, viewed_input
-from stratagem.cost.opcost import OpWork, build_op_cost, op_work
+from stratagem.cost.opcost import OpFacts, OpWork, build_op_cost, op_facts, op_work
 from stratagem.cost.oplayouts import OpLayouts
 from stratagem.cost.recompute import recomputed_ops, with_recompute
 from stratagem.cost.redistribute import Redistribution
@@ -88,6 +90,9 @@ class CostModel:
         self.analyses = self.layouts.analyses
         self.rescheduler = Rescheduler(cluster, self.price)
         self._ops: dict[tuple[str, Configuration], OpCost] = {}
+        self._alike: dict[str, str] = {}                   # op -> the first op with its facts
+        self._by_facts: dict[OpFacts, str] = {}
+        self._priced_ops: dict[tuple[str, Configuration], OpCost] = {}     # by that first op
         self._edges: dict[tuple, EdgeCost] = {}
         self._priced: dict[tuple, EdgeCost] = {}
         self._prices: dict[tuple, float] = {}
@@ -117,7 +122,23 @@ class CostModel:
         found = self._ops.get(key)
         if found is None:
             check_state(self.graph, self.layouts, op_name, config)
-            found = self._ops[key] = build_op_cost(self, op_name, self._checked(config))
+            found = self._ops[key] = self._priced_op(self._first_alike(op_name), self._checked(config))
+        return found
+
+    def _priced_op(self, op_name: str, config: Configuration) -> OpCost:
+        """cost.opcost.build_op_cost of the first op with some facts (`_first_alike`), memoized:
+        every op with those facts costs the same under `config`."""
+        key = (op_name, config)
+        found = self._priced_ops.get(key)
+        if found is None:
+            found = self._priced_ops[key] = build_op_cost(self, op_name, config)
+        return found
+
+    def _first_alike(self, op_name: str) -> str:
+        """The first op asked about whose facts (cost.opcost.OpFacts) equal `op_name`'s."""
+        found = self._alike.get(op_name)
+        if found is None:
+            found = self._alike[op_name] = self._by_facts.setdefault(op_facts(self, op_name), op_name)
         return found
 
     def op_work(self, op_name: str, config: Configuration) -> OpWork:

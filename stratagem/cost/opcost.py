@@ -23,6 +23,10 @@
                         when sharded: gathers and reduce-scatters move bf16, as FSDP2's
                         MixedPrecisionPolicy(param_dtype=bfloat16)), kept until backward when the op's
                         backward needs its weight (`keeps_weight_copy`: a linear's), else freed
+
+What the cost reads of the graph besides the configuration is the op's `OpFacts` (`op_facts`):
+ops with equal facts cost the same under one configuration, so the cost model prices the ops of
+a repeated layer once (CostModel.op_cost).
 """
 
 from __future__ import annotations
@@ -37,9 +41,10 @@ from stratagem.cost.memory import MemoryCost, kept_inside_bytes, keeps_weight_co
 from stratagem.cost.recompute import as_captured
 from stratagem.cost.steps import CommStep
 from stratagem.cost.weight_state import ShardedWeight, sharded_weights
-from stratagem.ir import Role, dtype_bytes, owned_parameters
+from stratagem.ir import Attrs, Role, dtype_bytes, owned_parameters
 from stratagem.ir.ownership import PARAMETER_ROLES
 from stratagem.space import Configuration, Partial
+from stratagem.tdl.analysis import Analysis
 from stratagem.tdl.library import LIBRARY
 from stratagem.space.tensor_layout import TensorLayout, output_layout
 
@@ -102,6 +107,54 @@ def math_dtype(kind: str, dtype: str) -> str:
     (TF32 for convolutions, PyTorch's default), else the tensors' dtype. A device without a peak
     for it is priced at its 'default' peak (its float32 one)."""
     return LIBRARY[kind].float32_math if dtype == "float32" and kind in LIBRARY else dtype
+
+
+@dataclass(frozen=True)
+class TensorFacts:
+    """What an op's cost reads of one of its tensors (its spec but the name, and whether backward
+    makes its gradient)."""
+    shape: tuple[int, ...]
+    dtype: str
+    role: Role
+    sample_dim: int | None
+    requires_grad: bool
+
+
+@dataclass(frozen=True)
+class OpFacts:
+    """What `build_op_cost` reads of the graph besides the configuration, found once per op: ops
+    with equal facts cost the same under every configuration. The op's tensors are numbered by
+    their first place among its inputs, then its outputs (`tensors`); `inputs`, `outputs` and
+    `saved` name them by that number."""
+    analysis: Analysis                  # its layouts, FLOPs, contraction (one object per signature)
+    kind: str                           # its record: view, math dtype, matrix engine, saves, keeps inside
+    attrs: Attrs                        # the measured table's key
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    tensors: tuple[TensorFacts, ...]
+    owned: tuple[int, ...]              # input positions of the weights and buffers it owns
+    saved: tuple[int, ...]              # what autograd keeps for its backward (memory.saved_tensors)
+    kept_copies: tuple[bool, ...]       # per owned position: keeps_weight_copy of the op as captured
+    recomputed: bool                    # its block recomputes
+
+
+def op_facts(model, op_name: str) -> OpFacts:
+    graph = model.graph
+    op = graph.op(op_name)
+    names = tuple(dict.fromkeys(op.inputs + op.outputs))
+    number = {t: i for i, t in enumerate(names)}
+    owned = owned_parameters(graph, op)
+    captured = as_captured(graph, op)
+    return OpFacts(model.analyses[op_name], op.kind, op.attrs, tuple(number[t] for t in op.inputs),
+                   tuple(number[t] for t in op.outputs), tuple(_tensor_facts(graph, t) for t in names), owned,
+                   tuple(number[t] for t in saved_tensors(graph, op)),
+                   tuple(keeps_weight_copy(graph, captured, op.inputs[i]) for i in owned),
+                   op_name in model.recomputed)
+
+
+def _tensor_facts(graph, tensor: str) -> TensorFacts:
+    spec = graph.tensors[tensor]
+    return TensorFacts(spec.shape, spec.dtype, spec.role, spec.sample_dim, tensor in graph.requires_grad)
 
 
 def build_op_cost(model, op_name: str, config: Configuration) -> OpCost:
