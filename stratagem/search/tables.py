@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from stratagem.search.frontier import INF, reduce_rows, union_of_products
+from stratagem.search.union import MAX_TERMS, Terms, prepared_terms, union_of_terms
 
 IndexSpec = tuple[Any, ...]   # per table index dim: "k", ("o", n) an output dim, or an int (fixed)
 _CHUNK_ELEMENTS = 1 << 21
@@ -213,8 +214,15 @@ def _combined_arrays(terms: list[Term], final_shape: tuple[int, ...], k_size: in
     k = k_size or 1
     widths = [t.table.width for t in terms]
     boxes = _boxes(sizes, k * math.prod(widths))
+    node_elimination = resolution == 0 and _is_node_elimination(terms)
+    visited = (_visited_terms(terms, len(sizes)) if resolution == 0 and k_size and not node_elimination
+               and len(terms) <= MAX_TERMS else None)
 
     def work(box) -> tuple:
+        if node_elimination:
+            return _node_elimination_box(terms, k, widths, box, max_width)
+        if visited is not None:
+            return _visited_box(visited, k, widths, box, max_width)
         return _combine_box(terms, sizes, k, widths, box, resolution, max_width)
 
     parts = (list(executor.map(work, boxes)) if executor is not None and len(boxes) > 1
@@ -265,32 +273,70 @@ def _boxes(sizes: tuple[int, ...], per_point: int) -> list[tuple[tuple[int, int]
             for a in range(sizes[0]) for b in range(0, second, step)]
 
 
-def _combine_box(terms, sizes, k, widths, box, resolution, max_width):
+def _visited_terms(terms: Sequence[Term], dims: int) -> Terms:
+    """The terms as union.union_of_terms reads them: each table flattened to rows [R, W], and its
+    row as an affine function of (output index, k), from its spec (an output dim, k or a fixed
+    configuration) and its index dims' row-major strides."""
+    coefficients = np.zeros((len(terms), dims + 1), dtype=np.int64)
+    bases = np.zeros(len(terms), dtype=np.int64)
+    tables = []
+    for t, term in enumerate(terms):
+        shape = term.table.index_shape
+        for axis, entry in enumerate(term.spec):
+            stride = math.prod(shape[axis + 1:])
+            if entry == "k":
+                coefficients[t, dims] += stride
+            elif isinstance(entry, tuple):
+                coefficients[t, entry[1]] += stride
+            else:
+                bases[t] += int(entry) * stride
+        rows = math.prod(shape)
+        tables.append((term.table.mem.reshape(rows, term.table.width), term.table.time.reshape(rows, term.table.width)))
+    return prepared_terms(tables, coefficients, bases)
+
+
+def _node_elimination_box(terms, k, widths, box, max_width):
+    """Node elimination's box by frontier.union_of_products."""
+    (h0, h1), (j0, j1) = box
+    a, b = terms[0].table, terms[1].table
+    m, tm, src = union_of_products(a.mem[h0:h1], a.time[h0:h1], b.mem[:, j0:j1], b.time[:, j0:j1], max_width)
+    return _boxed(m, tm, src, (h1 - h0, j1 - j0), k, widths)
+
+
+def _is_node_elimination(terms: Sequence[Term]) -> bool:
+    """Terms A[(o0, k)], B[(k, o1)]: node elimination's union of products (frontier.union_of_products)."""
+    return (len(terms) == 2 and terms[0].spec == (("o", 0), "k") and terms[1].spec == ("k", ("o", 1)))
+
+
+def _visited_box(visited: Terms, k, widths, box, max_width):
+    """An exact combine's box by visiting its candidates (union.union_of_terms), not building them."""
     rows = tuple(b - a for a, b in box)
-    if resolution == 0 and _is_node_elimination(terms):
-        (h0, h1), (j0, j1) = box
-        a, b = terms[0].table, terms[1].table
-        m, tm, src = union_of_products(a.mem[h0:h1], a.time[h0:h1], b.mem[:, j0:j1], b.time[:, j0:j1], max_width)
-    else:
-        mem = np.zeros(rows + (k,) + tuple(widths))
-        time = np.zeros_like(mem)
-        for t, term in enumerate(terms):
-            m, tm = _aligned(term, box, t, len(terms))
-            mem = mem + m
-            time = time + tm
-        flat_rows = math.prod(rows)
-        m, tm, src = reduce_rows(mem.reshape(flat_rows, -1), time.reshape(flat_rows, -1), resolution, max_width)
+    m, tm, src = union_of_terms(visited, tuple(a for a, _ in box), rows, k, max_width)
+    return _boxed(m, tm, src, rows, k, widths)
+
+
+def _combine_box(terms, sizes, k, widths, box, resolution, max_width):
+    """A combine's box by building its candidates and reducing them (reduce_rows)."""
+    rows = tuple(b - a for a, b in box)
+    mem = np.zeros(rows + (k,) + tuple(widths))
+    time = np.zeros_like(mem)
+    for t, term in enumerate(terms):
+        m, tm = _aligned(term, box, t, len(terms))
+        mem = mem + m
+        time = time + tm
+    flat_rows = math.prod(rows)
+    m, tm, src = reduce_rows(mem.reshape(flat_rows, -1), time.reshape(flat_rows, -1), resolution, max_width)
+    return _boxed(m, tm, src, rows, k, widths)
+
+
+def _boxed(m, tm, src, rows, k, widths):
+    """A box's frontiers [rows, L] and source columns as (mem, time, k choice, per term slot)."""
     valid = src >= 0
     coords = np.unravel_index(np.where(valid, src, 0), (k,) + tuple(widths))
     k_choice = np.where(valid, coords[0], -1)
     width = m.shape[-1]
     return (m.reshape(rows + (width,)), tm.reshape(rows + (width,)), k_choice.reshape(rows + (width,)),
             [np.where(valid, c, -1).reshape(rows + (width,)) for c in coords[1:]])
-
-
-def _is_node_elimination(terms: Sequence[Term]) -> bool:
-    """Terms A[(o0, k)], B[(k, o1)]: node elimination's union of products (frontier.union_of_products)."""
-    return (len(terms) == 2 and terms[0].spec == (("o", 0), "k") and terms[1].spec == ("k", ("o", 1)))
 
 
 def _aligned(term: Term, box: tuple[tuple[int, int], ...], t: int, n_terms: int):
