@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from stratagem.search.frontier import INF, reduce_rows, union_of_products
-from stratagem.search.union import MAX_TERMS, Terms, prepared_terms, union_of_terms
+from stratagem.search.union import MAX_TERMS, Terms, prepared_terms, product_of_two, union_of_terms
 
 IndexSpec = tuple[Any, ...]   # per table index dim: "k", ("o", n) an output dim, or an int (fixed)
 _CHUNK_ELEMENTS = 1 << 21
@@ -218,11 +218,17 @@ def _combined_arrays(terms: list[Term], final_shape: tuple[int, ...], k_size: in
     visited = (_visited_terms(terms, len(sizes)) if resolution == 0 and k_size and not node_elimination
                and len(terms) <= MAX_TERMS else None)
 
+    merged = (_visited_terms(terms, len(sizes)) if resolution == 0 and not k_size and len(terms) == 2 else None)
+
     def work(box) -> tuple:
         if node_elimination:
             return _node_elimination_box(terms, k, widths, box, max_width)
         if visited is not None:
             return _visited_box(visited, k, widths, box, max_width)
+        if merged is not None:
+            found = _merged_box(merged, widths, box, max_width)
+            if found is not None:
+                return found
         return _combine_box(terms, sizes, k, widths, box, resolution, max_width)
 
     parts = (list(executor.map(work, boxes)) if executor is not None and len(boxes) > 1
@@ -306,6 +312,14 @@ def _node_elimination_box(terms, k, widths, box, max_width):
 def _is_node_elimination(terms: Sequence[Term]) -> bool:
     """Terms A[(o0, k)], B[(k, o1)]: node elimination's union of products (frontier.union_of_products)."""
     return (len(terms) == 2 and terms[0].spec == (("o", 0), "k") and terms[1].spec == ("k", ("o", 1)))
+
+
+def _merged_box(merged: Terms, widths, box, max_width):
+    """A product of two tables' box by merging their rows' sorted lists (union.product_of_two);
+    None when a row is not memory ascending."""
+    rows = tuple(b - a for a, b in box)
+    found = product_of_two(merged, tuple(a for a, _ in box), rows, max_width)
+    return None if found is None else _boxed(*found, rows, 1, widths)
 
 
 def _visited_box(visited: Terms, k, widths, box, max_width):

@@ -28,8 +28,11 @@ with a zero table of width 1, which changes neither the sums nor the columns.
 
 The planner uses it for the combines that union over k other than node elimination (leaf
 elimination and the linear DP's steps), where it is 1.5-2x faster than building the candidates;
-node elimination has its own (frontier.union_of_products), and a product without k is small
-enough per output that building its candidates is as fast.
+node elimination has its own (frontier.union_of_products). A product of two tables without k
+(a leaf folded into its edge, parallel edges merged, a fixed node's edge) is a merge instead
+(`product_of_two`): every row of a frontier table is memory ascending, so a + B's row is a sorted
+list, and a heap over A's tuples yields all candidates in (memory, column) order, reduce_rows'
+order, through Algorithm 1 without a sort (2.5x faster on hf:llama-7b's leaf folds).
 """
 
 from __future__ import annotations
@@ -216,4 +219,131 @@ def _insert(stair_mem, stair_time, stair_col, steps, m, t, col):  # pragma: no c
     return steps + shift
 
 
-__all__ = ["MAX_TERMS", "Terms", "least_of_rows", "prepared_terms", "union_of_terms"]
+def product_of_two(terms: Terms, box_starts: tuple[int, ...], box_sizes: tuple[int, ...],
+                   max_width: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The combine of two terms with no k over the output box, by merging sorted lists: each row
+    of a frontier table is memory ascending (time descending), so a + B's row is a list sorted by
+    (memory, column), and a heap over A's rows yields every candidate in the order reduce_rows
+    sorts them; Algorithm 1 then runs as they come. (mem, time, column) [rows, L] as reduce_rows
+    returns them; None if some row read is not memory ascending (the caller builds the
+    candidates instead)."""
+    (m0, m1, _), (t0, t1, _) = terms.mems, terms.times
+    kept, mem, time, counts, sorted_rows = _product_of_two(
+        m0, t0, m1, t1, terms.coefficients, terms.bases, np.asarray(box_starts, dtype=np.int64),
+        np.asarray(box_sizes, dtype=np.int64), -1 if max_width is None else int(max_width))
+    if not sorted_rows:
+        return None
+    width = max(1, int(counts.max())) if len(counts) else 1
+    return mem[:, :width], time[:, :width], kept[:, :width]
+
+
+@njit(cache=True, nogil=True)
+def _finite_length(mem, time, r):  # pragma: no cover - compiled
+    """How many tuples lead row r before its +inf padding; -1 if they are not memory ascending."""
+    width = mem.shape[1]
+    n = 0
+    while n < width and mem[r, n] < np.inf and time[r, n] < np.inf:
+        if n and not mem[r, n - 1] < mem[r, n]:
+            return -1
+        n += 1
+    for i in range(n, width):
+        if mem[r, i] < np.inf and time[r, i] < np.inf:
+            return -1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _product_of_two(m0, t0, m1, t1, coefs, bases, starts, sizes, max_width):  # pragma: no cover
+    dims = len(sizes)
+    rows = 1
+    for d in range(dims):
+        rows *= sizes[d]
+    w0, w1 = m0.shape[1], m1.shape[1]
+    cap = w0 * w1 if max_width < 0 else min(w0 * w1, max(max_width, 2))
+    kept = np.full((rows, cap), -1, dtype=np.int64)
+    out_mem = np.full((rows, cap), np.inf)
+    out_time = np.full((rows, cap), np.inf)
+    counts = np.zeros(rows, dtype=np.int64)
+    heap_mem = np.empty(w0)
+    heap_col = np.empty(w0, dtype=np.int64)
+    front, ranks = np.empty(w0 * w1 + 1, dtype=np.int64), np.empty(w0 * w1 + 1, dtype=np.int64)
+    front_mem, front_time = np.empty(w0 * w1 + 1), np.empty(w0 * w1 + 1)
+    for row in range(rows):
+        rest, r0, r1 = row, bases[0], bases[1]
+        for d in range(dims - 1, -1, -1):
+            o = starts[d] + rest % sizes[d]
+            rest //= sizes[d]
+            r0 += coefs[0, d] * o
+            r1 += coefs[1, d] * o
+        n0, n1 = _finite_length(m0, t0, r0), _finite_length(m1, t1, r1)
+        if n0 < 0 or n1 < 0:
+            return kept, out_mem, out_time, counts, False
+        size = 0                      # heap of A's rows, each at its next B tuple: (mem, column)
+        if n1:
+            for a in range(n0):
+                size = _push(heap_mem, heap_col, size, m0[r0, a] + m1[r1, 0], a * w1)
+        c, best = 0, np.inf
+        while size:
+            group = heap_mem[0]
+            fastest, pick = np.inf, -1
+            while size and heap_mem[0] == group:
+                col = heap_col[0]
+                a, b = col // w1, col % w1
+                t = t0[r0, a] + t1[r1, b]
+                if t < fastest:
+                    fastest, pick = t, col
+                size = _pop(heap_mem, heap_col, size)
+                if b + 1 < n1:
+                    size = _push(heap_mem, heap_col, size, m0[r0, a] + m1[r1, b + 1], col + 1)
+            if pick >= 0 and fastest < best:
+                front[c], front_mem[c], front_time[c] = pick, group, fastest
+                c += 1
+            best = min(best, fastest)
+        for i in range(c):
+            ranks[i] = i
+        count = _thin(ranks, c, max_width)
+        for i in range(count):
+            rank = ranks[i]
+            kept[row, i], out_mem[row, i], out_time[row, i] = front[rank], front_mem[rank], front_time[rank]
+        counts[row] = count
+    return kept, out_mem, out_time, counts, True
+
+
+@njit(cache=True, nogil=True)
+def _before(mem_a, col_a, mem_b, col_b):  # pragma: no cover - compiled
+    return mem_a < mem_b or (mem_a == mem_b and col_a < col_b)
+
+
+@njit(cache=True, nogil=True)
+def _push(heap_mem, heap_col, size, mem, col):  # pragma: no cover - compiled
+    i = size
+    while i > 0:
+        parent = (i - 1) // 2
+        if not _before(mem, col, heap_mem[parent], heap_col[parent]):
+            break
+        heap_mem[i], heap_col[i] = heap_mem[parent], heap_col[parent]
+        i = parent
+    heap_mem[i], heap_col[i] = mem, col
+    return size + 1
+
+
+@njit(cache=True, nogil=True)
+def _pop(heap_mem, heap_col, size):  # pragma: no cover - compiled
+    size -= 1
+    mem, col = heap_mem[size], heap_col[size]
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and _before(heap_mem[child + 1], heap_col[child + 1], heap_mem[child], heap_col[child]):
+            child += 1
+        if not _before(heap_mem[child], heap_col[child], mem, col):
+            break
+        heap_mem[i], heap_col[i] = heap_mem[child], heap_col[child]
+        i = child
+    heap_mem[i], heap_col[i] = mem, col
+    return size
+
+
+__all__ = ["MAX_TERMS", "Terms", "least_of_rows", "prepared_terms", "product_of_two", "union_of_terms"]

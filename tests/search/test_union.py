@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from stratagem.search.frontier import reduce_rows
 from stratagem.search.tables import NodeLeaf, Table, Term, _visited_terms, combine
-from stratagem.search.union import prepared_terms, union_of_terms
+from stratagem.search.union import prepared_terms, product_of_two, union_of_terms
 
 O0, O1 = ("o", 0), ("o", 1)
 # (the specs of each term, the output dims they read, whether k is unioned away)
@@ -136,3 +136,28 @@ def test_an_equal_time_at_more_memory_leaves_the_step_as_it_was():
     terms = prepared_terms([(mem, time)], np.array([[1]]), np.array([0]))
     m, t, column = union_of_terms(terms, (), (), 2, None)
     assert m[0].tolist() == [1.0, 8.0] and t[0].tolist() == [5.0, 1.0] and column[0].tolist() == [2, 3]
+
+
+def test_a_row_not_memory_ascending_is_left_to_the_candidate_array():
+    """product_of_two reads rows as sorted lists: given one that is not, it declines (None), and
+    combine's answer is still reduce_rows' over every candidate."""
+    a = _Given(np.array([[3.0, 1.0]]), np.array([[1.0, 4.0]]))            # not memory ascending
+    b = _Given(np.array([[[0.0, 2.0]]]), np.array([[[5.0, 0.0]]]))
+    terms = [Term(a, (O0,)), Term(b, (O0, O1))]
+    visited = _visited_terms(terms, 2)
+    assert product_of_two(visited, (0, 0), (1, 1), None) is None
+    mem, time = _candidates(terms, (1, 1), 1)
+    expected = reduce_rows(mem, time)
+    found = combine(terms, (1, 1))
+    np.testing.assert_array_equal(found.mem.reshape(1, -1), expected[0])
+    np.testing.assert_array_equal(found.time.reshape(1, -1), expected[1])
+
+
+def test_equal_sums_from_two_lists_keep_the_lowest_column():
+    """a0 + b1 and a1 + b0 are both (1, 3): reduce_rows keeps column 1 (a0, b1), not 2."""
+    a = _Given(np.array([[0.0, 1.0]]), np.array([[2.0, 1.0]]))
+    b = _Given(np.array([[[0.0, 1.0]]]), np.array([[[2.0, 1.0]]]))
+    merged = product_of_two(_visited_terms([Term(a, (O0,)), Term(b, (O0, O1))], 2), (0, 0), (1, 1), None)
+    mem, time, column = merged
+    assert mem[0].tolist() == [0.0, 1.0, 2.0] and time[0].tolist() == [4.0, 3.0, 2.0]
+    assert column[0].tolist() == [0, 1, 3]
