@@ -63,14 +63,24 @@ def local_bytes(state: State, mesh: tuple[int, ...], full_bytes: float) -> float
 def next_states(state: State, mesh: tuple[int, ...], rank: int, full_bytes: float,
                 target_has_partial: bool, native_all_to_all: bool = True) -> Iterator[Transition]:
     """Every one-step transition from `state`, as (state, kind, axis, num_bytes); plain tuples,
-    as Dijkstra below makes millions of them on a large space. Without `native_all_to_all`, case 1
-    is an all-gather of the axis followed by a local chunk (DTensor's fallback on gloo)."""
+    as Dijkstra below makes millions of them on a large space."""
     local = local_bytes(state, mesh, full_bytes)
+    for nxt, kind, x, factor in moves(state, mesh, rank, target_has_partial, native_all_to_all):
+        yield nxt, kind, x, local * factor
+
+
+def moves(state: State, mesh: tuple[int, ...], rank: int, target_has_partial: bool,
+          native_all_to_all: bool = True) -> tuple[tuple[State, str | None, int, int], ...]:
+    """Every one-step transition from `state` whatever the tensor's size, as (state, kind, axis,
+    factor): it moves factor x the current block's bytes (0 for a free local step, the axis's size
+    for a gather). Without `native_all_to_all`, case 1 is an all-gather of the axis followed by a
+    local chunk (DTensor's fallback on gloo)."""
     shards, partial = tuple(Shard(d) for d in range(rank)), Partial("sum")
     last_axis = [-1] * rank                 # per tensor dim: the last mesh axis sharding it
     for a, p in enumerate(state):
         if isinstance(p, Shard):
             last_axis[p.dim] = a
+    found = []
     for x, p in enumerate(state):
         head, tail = state[:x], state[x + 1:]
         after = [b for b in range(rank) if last_axis[b] < x]      # dims x may shard next (in order)
@@ -79,19 +89,20 @@ def next_states(state: State, mesh: tuple[int, ...], rank: int, full_bytes: floa
                 for b in after:
                     if b != p.dim:
                         if native_all_to_all:
-                            yield (*head, shards[b], *tail), "all_to_all", x, local             # 1
+                            found.append(((*head, shards[b], *tail), "all_to_all", x, 1))          # 1
                         else:
-                            yield (*head, shards[b], *tail), "all_gather", x, local * mesh[x]   # 1
-                yield (*head, REPLICATE, *tail), "all_gather", x, local * mesh[x]              # 2
+                            found.append(((*head, shards[b], *tail), "all_gather", x, mesh[x]))    # 1
+                found.append(((*head, REPLICATE, *tail), "all_gather", x, mesh[x]))               # 2
         elif isinstance(p, Partial):
-            yield (*head, REPLICATE, *tail), "all_reduce", x, local                            # 3
+            found.append(((*head, REPLICATE, *tail), "all_reduce", x, 1))                         # 3
             for d in after:
-                yield (*head, shards[d], *tail), "reduce_scatter", x, local                     # 5
+                found.append(((*head, shards[d], *tail), "reduce_scatter", x, 1))                 # 5
         else:
             for d in after:
-                yield (*head, shards[d], *tail), None, x, 0.0                                   # 4
+                found.append(((*head, shards[d], *tail), None, x, 0))                             # 4
             if target_has_partial:
-                yield (*head, partial, *tail), None, x, 0.0                             # 6
+                found.append(((*head, partial, *tail), None, x, 0))                               # 6
+    return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -120,10 +131,13 @@ def plan_redistribution(src: TensorLayout, dst: TensorLayout, shape: tuple[int, 
 
 
 def shortest_paths(src: TensorLayout, shape: tuple[int, ...], itemsize: int, price: Price,
-                   partial_target: bool, native_all_to_all: bool = True) -> Paths:
+                   partial_target: bool, native_all_to_all: bool = True, known_moves: dict | None = None) -> Paths:
     """Cheapest paths from src's placements to every state (states with a Partial placement only
     when `partial_target`: case 6 runs only toward such a target). A heap entry's path is a linked
-    list (previous path, transition), built into steps for the target asked (`Paths.to`)."""
+    list (previous path, transition), built into steps for the target asked (`Paths.to`).
+    `known_moves`: each state's `moves` by (state, mesh, rank, partial_target, native_all_to_all),
+    shared by the runs of one re-scheduler (they do not depend on the tensor's size)."""
+    known_moves = {} if known_moves is None else known_moves
     mesh, rank = src.mesh_shape, len(shape)
     full = float(math.prod(shape) * itemsize)
     groups = tuple(src.axis_groups((x,)) for x in range(len(mesh)))
@@ -136,17 +150,23 @@ def shortest_paths(src: TensorLayout, shape: tuple[int, ...], itemsize: int, pri
         if state in reached:
             continue
         reached[state] = (cost, path)
-        for t in next_states(state, mesh, rank, full, partial_target, native_all_to_all):
-            if t[0] in reached:
+        key = (state, mesh, rank, partial_target, native_all_to_all)
+        found = known_moves.get(key)
+        if found is None:
+            found = known_moves[key] = moves(state, mesh, rank, partial_target, native_all_to_all)
+        local = local_bytes(state, mesh, full)
+        for nxt, kind, x, factor in found:
+            if nxt in reached:
                 continue
+            t = (nxt, kind, x, local * factor)
             step_s = 0.0
-            if t[1] is not None:
+            if kind is not None:
                 key = t[1:]
                 step_s = prices.get(key)
                 if step_s is None:
-                    step_s = prices[key] = price(t[1], t[3], groups[t[2]])
+                    step_s = prices[key] = price(kind, t[3], groups[x])
             counter += 1
-            heapq.heappush(heap, (cost + step_s, hops + 1, counter, t[0], (path, t)))
+            heapq.heappush(heap, (cost + step_s, hops + 1, counter, nxt, (path, t)))
     return Paths(src.placements, mesh, full, groups, prices, reached)
 
 

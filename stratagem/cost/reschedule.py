@@ -28,6 +28,7 @@ class Rescheduler:
         self.price = price
         self._plans: dict[Key, Redistribution] = {}
         self._paths: dict[tuple, Paths] = {}
+        self._moves: dict[tuple, tuple] = {}     # redistribute.moves per state and mesh
 
     def plan(self, shape: tuple[int, ...], itemsize: int, src: TensorLayout, dst: TensorLayout
              ) -> Redistribution:
@@ -50,6 +51,6 @@ class Rescheduler:
             paths = self._paths.get(key)
             if paths is None:
                 paths = self._paths[key] = shortest_paths(source, shape, itemsize, self.price, partial,
-                                                          self.cluster.spec.native_all_to_all)
+                                                          self.cluster.spec.native_all_to_all, self._moves)
             return paths.to(target.placements)
         return plan_p2p(src, dst, shape, itemsize, self.cluster)

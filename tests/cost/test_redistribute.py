@@ -141,3 +141,19 @@ def test_without_a_native_all_to_all_a_shard_move_gathers_the_whole_axis():
 def test_the_cpu_preset_says_gloo_has_no_all_to_all():
     from stratagem.cluster import load
     assert not load("cpu-1x4").spec.native_all_to_all and load("v100-2x8").spec.native_all_to_all
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data(), st.sampled_from([(8,), (2, 4), (2, 2, 2)]))
+def test_moves_shared_across_sizes_and_targets_change_no_plan(data, mesh):
+    """One re-scheduler plans many tensors and targets, sharing each state's moves between them
+    (they do not depend on the size): its plans equal a fresh re-scheduler's per request."""
+    shared = Rescheduler(CLUSTER, CLUSTER.concurrent_collective_time_s)
+    for _ in range(4):
+        src, dst = data.draw(placements(mesh)), data.draw(placements(mesh))
+        shape = data.draw(st.sampled_from([SHAPE, (32, 128), (64, 64, 2)]))
+        if len(shape) == 3:
+            src, dst = tuple(Shard(2) if p == S1 else p for p in src), dst
+        fresh = Rescheduler(CLUSTER, CLUSTER.concurrent_collective_time_s)
+        args = (shape, ITEM, TensorLayout(0, mesh, src), TensorLayout(0, mesh, dst))
+        assert shared.plan(*args) == fresh.plan(*args)
