@@ -57,7 +57,12 @@ Transition = tuple  # (state, kind or None for a free local step, axis, num_byte
 
 
 def local_bytes(state: State, mesh: tuple[int, ...], full_bytes: float) -> float:
-    return full_bytes / math.prod(s for s, p in zip(mesh, state) if isinstance(p, Shard))
+    return full_bytes / _shard_count(state, mesh)
+
+
+def _shard_count(state: State, mesh: tuple[int, ...]) -> int:
+    """Into how many blocks the state cuts the tensor."""
+    return math.prod(s for s, p in zip(mesh, state) if isinstance(p, Shard))
 
 
 def next_states(state: State, mesh: tuple[int, ...], rank: int, full_bytes: float,
@@ -135,8 +140,8 @@ def shortest_paths(src: TensorLayout, shape: tuple[int, ...], itemsize: int, pri
     """Cheapest paths from src's placements to every state (states with a Partial placement only
     when `partial_target`: case 6 runs only toward such a target). A heap entry's path is a linked
     list (previous path, transition), built into steps for the target asked (`Paths.to`).
-    `known_moves`: each state's `moves` by (state, mesh, rank, partial_target, native_all_to_all),
-    shared by the runs of one re-scheduler (they do not depend on the tensor's size)."""
+    `known_moves`: each state's block count and `moves` by (state, mesh, rank, partial_target,
+    native_all_to_all), shared by the runs of one re-scheduler (they do not depend on the size)."""
     known_moves = {} if known_moves is None else known_moves
     mesh, rank = src.mesh_shape, len(shape)
     full = float(math.prod(shape) * itemsize)
@@ -153,9 +158,10 @@ def shortest_paths(src: TensorLayout, shape: tuple[int, ...], itemsize: int, pri
         key = (state, mesh, rank, partial_target, native_all_to_all)
         found = known_moves.get(key)
         if found is None:
-            found = known_moves[key] = moves(state, mesh, rank, partial_target, native_all_to_all)
-        local = local_bytes(state, mesh, full)
-        for nxt, kind, x, factor in found:
+            found = known_moves[key] = (_shard_count(state, mesh),
+                                        moves(state, mesh, rank, partial_target, native_all_to_all))
+        local = full / found[0]
+        for nxt, kind, x, factor in found[1]:
             if nxt in reached:
                 continue
             t = (nxt, kind, x, local * factor)
