@@ -36,7 +36,8 @@ from stratagem.search.frontier import INF, reduce_rows, union_of_products
 from stratagem.search.union import MAX_TERMS, Terms, prepared_terms, product_of_two, union_of_terms
 
 IndexSpec = tuple[Any, ...]   # per table index dim: "k", ("o", n) an output dim, or an int (fixed)
-_CHUNK_ELEMENTS = 1 << 21
+_CHUNK_ELEMENTS = 1 << 21        # candidates of a box whose candidates are built
+_SHARED_ELEMENTS = 1 << 16       # a combine visited with fewer than 4x this is one box
 
 
 class Table:
@@ -213,12 +214,15 @@ def _combined_arrays(terms: list[Term], final_shape: tuple[int, ...], k_size: in
     sizes = final_shape or (1,)            # no output index: one virtual row
     k = k_size or 1
     widths = [t.table.width for t in terms]
-    boxes = _boxes(sizes, k * math.prod(widths))
     node_elimination = resolution == 0 and _is_node_elimination(terms)
     visited = (_visited_terms(terms, len(sizes)) if resolution == 0 and k_size and not node_elimination
                and len(terms) <= MAX_TERMS else None)
-
     merged = (_visited_terms(terms, len(sizes)) if resolution == 0 and not k_size and len(terms) == 2 else None)
+    per_point = k * math.prod(widths)
+    chunk = _CHUNK_ELEMENTS
+    if node_elimination or visited is not None or merged is not None:    # no candidate array: boxes
+        chunk = min(chunk, max(_SHARED_ELEMENTS, math.prod(sizes) * per_point // 4))   # for the threads
+    boxes = _boxes(sizes, per_point, chunk)
 
     def work(box) -> tuple:
         if node_elimination:
@@ -264,17 +268,17 @@ def digest(*parts: Any) -> bytes:
     return h.digest()
 
 
-def _boxes(sizes: tuple[int, ...], per_point: int) -> list[tuple[tuple[int, int], ...]]:
-    """Boxes covering the output index, each with at most _CHUNK_ELEMENTS candidates (or one point
-    of the first two dims, whatever that costs)."""
+def _boxes(sizes: tuple[int, ...], per_point: int, chunk: int) -> list[tuple[tuple[int, int], ...]]:
+    """Boxes covering the output index, each with at most `chunk` candidates (or one point of the
+    first two dims, whatever that costs)."""
     rest = math.prod(sizes[2:]) if len(sizes) > 2 else 1
     second = sizes[1] if len(sizes) > 1 else 1
     per_row = per_point * rest * second
-    if per_row <= _CHUNK_ELEMENTS or len(sizes) == 1:
-        step = max(1, _CHUNK_ELEMENTS // max(1, per_row))
+    if per_row <= chunk or len(sizes) == 1:
+        step = max(1, chunk // max(1, per_row))
         return [((a, min(a + step, sizes[0])),) + tuple((0, n) for n in sizes[1:])
                 for a in range(0, sizes[0], step)]
-    step = max(1, _CHUNK_ELEMENTS // max(1, per_point * rest))
+    step = max(1, chunk // max(1, per_point * rest))
     return [((a, a + 1), (b, min(b + step, second))) + tuple((0, n) for n in sizes[2:])
             for a in range(sizes[0]) for b in range(0, second, step)]
 
@@ -346,11 +350,19 @@ def _combine_box(terms, sizes, k, widths, box, resolution, max_width):
 def _boxed(m, tm, src, rows, k, widths):
     """A box's frontiers [rows, L] and source columns as (mem, time, k choice, per term slot)."""
     valid = src >= 0
-    coords = np.unravel_index(np.where(valid, src, 0), (k,) + tuple(widths))
+    coords = _unravelled(np.where(valid, src, 0), (k,) + tuple(widths))
     k_choice = np.where(valid, coords[0], -1)
     width = m.shape[-1]
     return (m.reshape(rows + (width,)), tm.reshape(rows + (width,)), k_choice.reshape(rows + (width,)),
             [np.where(valid, c, -1).reshape(rows + (width,)) for c in coords[1:]])
+
+
+def _unravelled(columns: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """np.unravel_index of `columns`, unravelled flat: on an [N, 1] array of more than 8,192
+    entries NumPy 2.4 returns wrong coordinates past its iterator's buffer (numpy/numpy#31980),
+    and a box of frontiers one wide is such an array."""
+    flat = np.unravel_index(np.ascontiguousarray(columns).reshape(-1), shape)
+    return tuple(c.reshape(columns.shape) for c in flat)
 
 
 def _aligned(term: Term, box: tuple[tuple[int, int], ...], t: int, n_terms: int):

@@ -161,3 +161,17 @@ def test_equal_sums_from_two_lists_keep_the_lowest_column():
     mem, time, column = merged
     assert mem[0].tolist() == [0.0, 1.0, 2.0] and time[0].tolist() == [4.0, 3.0, 2.0]
     assert column[0].tolist() == [0, 1, 3]
+
+
+def test_a_large_box_one_wide_unrolls_to_the_configurations_reduced():
+    """Node elimination over many outputs whose frontiers are one tuple wide: each output's k is
+    the one whose sum it kept (np.unravel_index alone gets [N, 1] arrays of more than 8,192 entries
+    wrong past its buffer on NumPy 2.4, numpy/numpy#31980)."""
+    rng = np.random.default_rng(3)
+    h, k, j = 90, 7, 100
+    a_mem, b_mem = rng.random((h, k, 1)), rng.random((k, j, 1))
+    a, b = _Given(a_mem, a_mem), _Given(b_mem, b_mem)       # time = memory: one tuple survives
+    found = combine([Term(a, (O0, "k")), Term(b, ("k", O1))], (h, j), k)
+    chosen = found.k_choice[..., 0]
+    mem = a.mem[np.arange(h)[:, None], chosen, 0] + b.mem[chosen, np.arange(j)[None, :], 0]
+    np.testing.assert_array_equal(mem, found.mem[..., 0])
