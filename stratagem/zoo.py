@@ -28,8 +28,12 @@ def build(name: str, *, batch_size: int | None = None) -> Any:
     return _zoo().build(name, batch_size=batch_size)
 
 
+def rebatched(name: str, *, batch_size: int, captured_batch: int) -> Any:
+    return _zoo().rebatched(name, batch_size=batch_size, captured_batch=captured_batch)
+
+
 def module(name: str, device: str = "meta", *, batch_size: int | None = None, seed: int = 0) -> Any:
     return _zoo().module(name, device, batch_size=batch_size, seed=seed)
 
 
-__all__ = ["build", "info", "module", "names"]
+__all__ = ["build", "info", "module", "names", "rebatched"]

@@ -39,13 +39,25 @@ def _grow(x: torch.Tensor, dim: int | None) -> torch.Tensor:
 def detect_batch_dims(module: torch.nn.Module, inputs: Sequence[Any], sample_dims: Sequence[int | None],
                       program: torch.export.ExportedProgram) -> Mapping[str, int | None]:
     """fx node name -> batch dim of its (tensor) value; empty when it cannot be told."""
+    grown = grown_export(module, inputs, sample_dims)
+    return {} if grown is None else dims_between(program, grown)
+
+
+def grown_export(module: torch.nn.Module, inputs: Sequence[Any],
+                 sample_dims: Sequence[int | None]) -> torch.export.ExportedProgram | None:
+    """The export with one more sample; None where no input has a sample dim or it fails (warned)."""
     if all(d is None for d in sample_dims):
-        return {}
+        return None
     try:
-        grown = export_program(module, with_one_more_sample(inputs, sample_dims))
+        return export_program(module, with_one_more_sample(inputs, sample_dims))
     except Exception as error:   # noqa: BLE001 - any failure only costs the batch dims
         _warn(f"the export with one more sample failed ({type(error).__name__}: {error})")
-        return {}
+        return None
+
+
+def dims_between(program: Any, grown: Any) -> Mapping[str, int | None]:
+    """fx node name -> batch dim, from the program and the one with one more sample (each an
+    ExportedProgram or anything with its `graph`); empty, with a warning, when their graphs differ."""
     first, second = list(program.graph.nodes), list(grown.graph.nodes)
     if [(n.name, n.target) for n in first] != [(n.name, n.target) for n in second]:
         _warn("its graph changes with the batch size")

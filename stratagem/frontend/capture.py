@@ -3,7 +3,7 @@
 1. `export.export_program`: torch.export, non-strict, default IR (the coarse ops the planner plans
    with), no decomposition. Parameters and inputs may be on the meta device or fake tensors, so a
    100-billion-parameter model captures with no memory for its weights.
-2. `batchdims.detect_batch_dims`: a second export with one more sample tells every tensor's batch dim.
+2. `batchdims.grown_export`: a second export with one more sample tells every tensor's batch dim.
 3. `saved.record_saved`: a fake-tensor run under saved-tensor hooks tells what autograd keeps.
 4. `lower.Lowering`: nodes -> ops, through `aten_map.convert`; what it cannot convert becomes
    `opaque`, and every such ATen target is named in one `OpaqueOpsWarning`.
@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import warnings
+from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,10 +29,10 @@ import torch
 
 from stratagem.errors import StratagemError
 from stratagem.values import closest
-from stratagem.frontend.batchdims import detect_batch_dims
+from stratagem.frontend.batchdims import dims_between, grown_export
 from stratagem.frontend.export import export_program
 from stratagem.frontend.lower import Lowered, Lowering
-from stratagem.frontend.saved import record_saved
+from stratagem.frontend.saved import SavedTensors, record_saved
 from stratagem.ir import Graph
 from stratagem.tdl.graphops import propagate_sample_dims
 
@@ -51,18 +52,46 @@ def capture(module: torch.nn.Module, example_inputs: Any, *, name: str | None = 
     `convert`: node -> list of Converted or None, consulted instead of `aten_map.convert` (to
     describe ops of your own; returning None leaves a node opaque).
     """
+    return capture_with_exports(module, example_inputs, name=name, sample_dims=sample_dims, convert=convert).graph
+
+
+@dataclass(frozen=True)
+class Captured:
+    """A captured graph and the exports it was lowered from (`rebatch.py` derives the graph at
+    other batch sizes from them): the program, and the one with one more sample (None where no
+    input has a sample dim or that export failed)."""
+
+    graph: Graph
+    program: torch.export.ExportedProgram
+    grown: Any                          # an ExportedProgram, rebatch.py's stand-in, or None
+
+
+def capture_with_exports(module: torch.nn.Module, example_inputs: Any, *, name: str | None = None,
+                         sample_dims: SampleDims = None, convert: Any = None, grown: Any = None) -> Captured:
+    """`capture`, keeping the exports. `grown`: the export with one more sample where the caller
+    has it exactly (rebatch.py derives it), instead of exporting again."""
     inputs = positional_inputs(module, example_inputs)
     name = name or type(module).__name__
     with caches_off(module) as turned_off:
         program = export_program(module, inputs)
-        by_name = _input_sample_dims(program, inputs, sample_dims)
+        by_name = input_sample_dims(program, inputs, sample_dims)
         leaf_dims = [by_name.get(n) for n in _user_input_names(program)]
-        batch = detect_batch_dims(module, inputs, _align_to_leaves(inputs, leaf_dims), program)
-    lowered = Lowering(program, module, batch, by_name, record_saved(program), convert).run()
+        if grown is None:
+            grown = grown_export(module, inputs, _align_to_leaves(inputs, leaf_dims))
+    batch = {} if grown is None else dims_between(program, grown)
+    graph = lowered_graph(program, module, batch, by_name, record_saved(program), name, turned_off, convert)
+    return Captured(graph, program, grown)
+
+
+def lowered_graph(program: Any, module: torch.nn.Module, batch_dims: Mapping[str, int | None],
+                  sample_dims_by_name: Mapping[str, int | None], saved: SavedTensors, name: str,
+                  caches_turned_off: list[str], convert: Any = None) -> Graph:
+    """Steps 4 and 5: the program (an ExportedProgram, or rebatch.py's stand-in) lowered into the IR."""
+    lowered = Lowering(program, module, batch_dims, sample_dims_by_name, saved, convert).run()
     _warn_opaque(name, lowered)
     meta = {"captured_from": type(module).__qualname__, "opaque_targets": lowered.opaque_targets,
             "saved_internal_num_bytes": lowered.internal_saved_num_bytes, "constants": lowered.constants,
-            "cache_turned_off": turned_off, "state_updates": lowered.state_updates}
+            "cache_turned_off": caches_turned_off, "state_updates": lowered.state_updates}
     graph = Graph.build(name, lowered.tensors, lowered.ops, lowered.outputs, meta)
     return propagate_sample_dims(graph)
 
@@ -117,7 +146,7 @@ def _user_input_names(program: torch.export.ExportedProgram) -> list[str]:
     return [s.arg.name for s in program.graph_signature.input_specs if s.kind.name == "USER_INPUT"]
 
 
-def _input_sample_dims(program: torch.export.ExportedProgram, inputs: tuple[Any, ...],
+def input_sample_dims(program: torch.export.ExportedProgram, inputs: tuple[Any, ...],
                        given: SampleDims) -> dict[str, int | None]:
     """Placeholder name -> sample dim, for every tensor user input."""
     nodes = {n.name: n for n in program.graph.nodes}

@@ -34,10 +34,12 @@ class ExportFailed(StratagemError):
     """torch.export could not trace the module's forward."""
 
 
-def export_program(module: torch.nn.Module, inputs: Sequence[Any]) -> torch.export.ExportedProgram:
+def export_program(module: torch.nn.Module, inputs: Sequence[Any],
+                   dynamic_shapes: Any = None) -> torch.export.ExportedProgram:
+    """The exported program; `dynamic_shapes` (torch.export's argument) makes sizes symbolic."""
     with _default_device(module, inputs):
         try:
-            program = torch.export.export(module, tuple(inputs), strict=False)
+            program = torch.export.export(module, tuple(inputs), strict=False, dynamic_shapes=dynamic_shapes)
         except Exception as error:     # noqa: BLE001 - whatever export raises, said plainly
             raise _export_failure(module, error) from error
     inline_wrapped_bodies(program.graph_module)

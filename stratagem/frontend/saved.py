@@ -39,16 +39,22 @@ class SavedTensors:
 
 def record_saved(program: torch.export.ExportedProgram) -> SavedTensors:
     try:
-        return _SavedRecorder(program).run()
+        return saved_tensors(program)
     except Exception as error:   # noqa: BLE001 - saved tensors are an annotation, never fatal
         warnings.warn(f"capture could not record saved tensors ({type(error).__name__}: {error}); "
                       f"ops get saved=None", stacklevel=3)
         return SavedTensors(known=False)
 
 
+def saved_tensors(program: Any) -> SavedTensors:
+    """What autograd keeps, per node of the program (an ExportedProgram or anything with its
+    graph, graph_module, graph_signature and state_dict); raises where the run fails."""
+    return _SavedRecorder(program).run()
+
+
 class _SavedRecorder(fx.Interpreter):
     def __init__(self, program: torch.export.ExportedProgram):
-        super().__init__(program.graph_module)
+        super().__init__(program.graph_module, graph=program.graph)
         self.trainable = {s.arg.name for s in program.graph_signature.input_specs
                           if s.kind.name == "PARAMETER" and program.state_dict[s.target].requires_grad}
         self.current = ""

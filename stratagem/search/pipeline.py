@@ -5,7 +5,8 @@ a stage's plan; here the stages are equal device blocks, as torchtitan's PP mesh
     for each stage count p dividing the devices (2 <= p <= the graph's repeated blocks)
       for each micro-batch count m in {p, 2p, 4p} dividing the batch (fewer leave most stages
           idle; more shrink the bubble below 1/5 and each micro-batch's kernels)
-        g_m  = the graph at batch / m (`graph_at`; for a zoo model the zoo builds it again)
+        g_m  = the graph at batch / m (`graph_at`; for a zoo model the zoo's `rebatched`: the
+               graph capture gives there, derived from the capture at the batch where that is exact)
         for each inner plan of one stage's d = N / p devices (`INNER`: what practitioners
              configure in a stage: data parallel and FSDP where the micro-batch splits over d,
              tensor parallel in a node with FSDP across; or, asked, FT's fastest plan of the
@@ -345,8 +346,10 @@ def in_zoo(name: str) -> bool:
 
 
 def _zoo_graph(ctx: PlanningContext) -> Callable[[int], Graph]:
-    """The zoo model the context plans, built at another batch size."""
+    """The zoo model the context plans, at another batch size: the graph its capture there gives,
+    derived from the capture at the context's batch where that is exact (frontend/rebatch.py)."""
     name = ctx.zoo_name or ctx.graph.name
+    captured_batch = _batch(ctx.graph)
     if not in_zoo(name):
         raise ConfigError("pipeline stages need the model at the micro-batch size",
                           expected="a zoo model (sg.zoo.build(name))", got=f"graph {ctx.graph.name!r}",
@@ -354,5 +357,5 @@ def _zoo_graph(ctx: PlanningContext) -> Callable[[int], Graph]:
 
     def build(batch: int) -> Graph:
         from stratagem import zoo
-        return zoo.build(name, batch_size=batch)
+        return zoo.rebatched(name, batch_size=batch, captured_batch=captured_batch)
     return build

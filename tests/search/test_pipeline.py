@@ -182,3 +182,19 @@ def test_only_the_stages_over_the_cap_recompute_first():
     assert partly.strategy == plain.strategy
     assert plain.iteration_time_s < partly.iteration_time_s < fully.iteration_time_s
     assert partly.peak_memory_bytes < plain.peak_memory_bytes
+
+
+def test_micro_batch_graphs_derived_from_one_capture_plan_as_their_captures():
+    """The zoo's micro-batch graphs (frontend.rebatch: derived from the capture at the batch where
+    exact) give the plans that capturing at each micro-batch size gives: same graphs, strategies
+    and figures."""
+    ctx = context(zoo.build("gpt-tiny", batch_size=16), "a100-2x8", 16)
+    options = PipelineOptions(recompute="no", inner="data-parallel")
+    derived = pipeline_plans(ctx, options)
+    captured = pipeline_plans(ctx, options, graph_at=lambda b: zoo.Zoo().build("gpt-tiny", batch_size=b))
+    assert len(derived) == len(captured) > 0
+    for ours, theirs in zip(derived, captured):
+        assert ours.graph == theirs.graph and ours.strategy == theirs.strategy
+        assert (ours.iteration_time_s, ours.peak_memory_bytes, ours.additive_time_s, ours.additive_memory_bytes) == \
+            (theirs.iteration_time_s, theirs.peak_memory_bytes, theirs.additive_time_s, theirs.additive_memory_bytes)
+        assert ours.details == theirs.details

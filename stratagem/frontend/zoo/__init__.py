@@ -5,6 +5,9 @@ Hugging Face models from configs. Each forward returns its training loss.
     info(name)                    batch size, source, published size, notes
     module(name, device="meta")   (nn.Module, example inputs); device="cpu" builds real weights
     build(name)                   the captured Graph (captured on meta, cached per process)
+    rebatched(name, batch_size=k, captured_batch=b)
+                                  build(name, batch_size=k), derived from the capture at b where
+                                  that is exact (rebatch.py): the pipeline search's micro-batches
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from torch import nn
 
 from stratagem import values
 from stratagem.errors import StratagemError
+from stratagem.frontend.capture import Captured, capture_with_exports
+from stratagem.frontend.rebatch import BatchFamily, batch_family, derived_graph, derived_program
 from stratagem.frontend.zoo.catalog import ENTRIES
 from stratagem.frontend.zoo.entry import ModelInfo, Published, Variant, ZooEntry
 from stratagem.ir import Graph
@@ -75,19 +80,60 @@ def module(name: str, device: str | torch.device = "meta", *, batch_size: int | 
 
 
 class Zoo:
-    """Captured graphs, built on first request and kept for the life of this object."""
+    """Captured graphs, built on first request and kept for the life of this object; and, for
+    `rebatched`, the exports of the latest capture and the latest batch family (rebatch.py)."""
 
     def __init__(self) -> None:
         self._graphs: dict[tuple[str, int | None], Graph] = {}
+        self._latest: tuple[tuple[str, int], Captured] | None = None
+        self._family: tuple[tuple[str, int], BatchFamily | None] | None = None
 
     def build(self, name: str, *, batch_size: int | None = None) -> Graph:
         resolve(name)
         key = (name, batch_size)
         if key not in self._graphs:
-            from stratagem.frontend.capture import capture
-            model, example = module(name, "meta", batch_size=batch_size)
-            self._graphs[key] = capture(model, example, name=name)
+            self._graphs[key] = self._captured(name, _batch(name, batch_size)).graph
         return self._graphs[key]
+
+    def rebatched(self, name: str, *, batch_size: int, captured_batch: int) -> Graph:
+        """The graph `build(name, batch_size=batch_size)` gives, derived from the capture at
+        `captured_batch` where rebatch.py can tell it is exact (else captured; the pipeline
+        search's micro-batches)."""
+        resolve(name)
+        key = (name, batch_size)
+        if key not in self._graphs:
+            family = self.family(name, captured_batch)
+            derived = None if family is None else derived_graph(family, batch_size, _example(name, batch_size), name)
+            if derived is None:
+                grown = None if family is None else derived_program(family, batch_size + 1)
+                derived = self._captured(name, batch_size, grown).graph
+            self._graphs[key] = derived
+        return self._graphs[key]
+
+    def family(self, name: str, batch_size: int) -> BatchFamily | None:
+        """The batch family of the model's capture at `batch_size` (the latest one only is kept)."""
+        key = (name, batch_size)
+        if self._family is None or self._family[0] != key:
+            captured = self._latest[1] if self._latest is not None and self._latest[0] == key else \
+                self._captured(name, batch_size)
+            model, _ = module(name, "meta", batch_size=batch_size)
+            self._family = (key, batch_family(model, lambda b: _example(name, b), captured, batch_size))
+        return self._family[1]
+
+    def _captured(self, name: str, batch_size: int, grown: Any = None) -> Captured:
+        model, example = module(name, "meta", batch_size=batch_size)
+        captured = capture_with_exports(model, example, name=name, grown=grown)
+        self._latest = ((name, batch_size), captured)
+        return captured
+
+
+def _batch(name: str, batch_size: int | None) -> int:
+    return variant(name).batch_size if batch_size is None else values.integer(batch_size, "batch size")
+
+
+def _example(name: str, batch_size: int) -> tuple[Any, ...]:
+    """The model's example inputs at `batch_size`, on meta."""
+    return variant(name).inputs(batch_size, torch.device("meta"), torch.Generator().manual_seed(0))
 
 
 _PROCESS_ZOO = Zoo()
@@ -98,5 +144,11 @@ def build(name: str, *, batch_size: int | None = None) -> Graph:
     return _PROCESS_ZOO.build(name, batch_size=batch_size)
 
 
+def rebatched(name: str, *, batch_size: int, captured_batch: int) -> Graph:
+    """`build(name, batch_size=batch_size)`, derived from the capture at `captured_batch` where that
+    is exact (rebatch.py; cached for this process)."""
+    return _PROCESS_ZOO.rebatched(name, batch_size=batch_size, captured_batch=captured_batch)
+
+
 __all__ = ["ModelInfo", "Published", "UnknownModelError", "Variant", "Zoo", "ZooEntry", "build", "info",
-           "module", "names", "resolve", "variant"]
+           "module", "names", "rebatched", "resolve", "variant"]
