@@ -229,13 +229,21 @@ def _union_of_products(a_mem, a_time, b_mem, b_time, max_width):  # pragma: no c
                                              merged_mem, merged_time)
             row = h * cols_b + j
             count = _exact_front(cand_mem, cand_time, cand_col, c, front)
-            count = _thin(front, count, max_width)
-            for i in range(count):
-                kept[row, i] = cand_col[front[i]]
-                out_mem[row, i] = cand_mem[front[i]]
-                out_time[row, i] = cand_time[front[i]]
-            counts[row] = count
+            counts[row] = write_front(kept, out_mem, out_time, row, front, count, max_width, cand_col, cand_mem,
+                                      cand_time)
     return kept, out_mem, out_time, counts
+
+
+@njit(cache=True, nogil=True)
+def write_front(kept, out_mem, out_time, row, front, count, max_width, col, mem, time):  # pragma: no cover
+    """Row `row` of the outputs: the `count` survivors `front` indexes in (col, mem, time), thinned
+    to `max_width` (`_thin`); their number."""
+    count = _thin(front, count, max_width)
+    for i in range(count):
+        kept[row, i] = col[front[i]]
+        out_mem[row, i] = mem[front[i]]
+        out_time[row, i] = time[front[i]]
+    return count
 
 
 @njit(cache=True, nogil=True)

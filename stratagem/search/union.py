@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from stratagem.search.frontier import _thin
+from stratagem.search.frontier import write_front
 
 MAX_TERMS = 3
 
@@ -164,12 +164,8 @@ def _union_of_terms(m0, t0, l0, m1, t1, l1, m2, t2, l2, coefs, bases, starts, si
                                             ((k * w0 + a) * w1 + b) * w2 + e)
         for i in range(steps):
             front[i] = i
-        count = _thin(front, steps, max_width)
-        for i in range(count):
-            kept[row, i] = stair_col[front[i]]
-            out_mem[row, i] = stair_mem[front[i]]
-            out_time[row, i] = stair_time[front[i]]
-        counts[row] = count
+        counts[row] = write_front(kept, out_mem, out_time, row, front, steps, max_width, stair_col, stair_mem,
+                                  stair_time)
     return kept, out_mem, out_time, counts
 
 
@@ -301,11 +297,7 @@ def _product_of_two(m0, t0, m1, t1, coefs, bases, starts, sizes, max_width):  # 
             best = min(best, fastest)
         for i in range(c):
             ranks[i] = i
-        count = _thin(ranks, c, max_width)
-        for i in range(count):
-            rank = ranks[i]
-            kept[row, i], out_mem[row, i], out_time[row, i] = front[rank], front_mem[rank], front_time[rank]
-        counts[row] = count
+        counts[row] = write_front(kept, out_mem, out_time, row, ranks, c, max_width, front, front_mem, front_time)
     return kept, out_mem, out_time, counts, True
 
 
