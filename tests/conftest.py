@@ -2,9 +2,28 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
 
 from stratagem.tdl.graphops import check_graph
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _temporary_folders_under_pytest(tmp_path_factory):
+    """Temporary folders made without a place given (a run's default output folder, torchrun's
+    own) go under pytest's base temp, which pytest prunes, not into the system's temp folder;
+    workers launched by the tests inherit TMPDIR."""
+    folder = str(tmp_path_factory.mktemp("tmp"))
+    saved = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"], tempfile.tempdir = folder, folder
+    yield
+    tempfile.tempdir = None
+    if saved is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = saved
 
 
 @pytest.fixture
