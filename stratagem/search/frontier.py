@@ -250,24 +250,43 @@ def write_front(kept, out_mem, out_time, row, front, count, max_width, col, mem,
 def _least(mem, time):  # pragma: no cover - compiled
     """Per row of a [X, Y, W] table, (least finite memory, least finite time); +inf when empty."""
     x, y, w = mem.shape
-    out = np.full((x, y, 2), np.inf)
-    for i in range(x):
-        for k in range(y):
-            for a in range(w):
-                if mem[i, k, a] < np.inf and time[i, k, a] < np.inf:
-                    out[i, k, 0] = min(out[i, k, 0], mem[i, k, a])
-                    out[i, k, 1] = min(out[i, k, 1], time[i, k, a])
+    return least_of_rows(mem.reshape(x * y, w), time.reshape(x * y, w)).reshape(x, y, 2)
+
+
+@njit(cache=True, nogil=True)
+def least_of_rows(mem, time):  # pragma: no cover - compiled
+    """Per row of [R, W], (least finite memory, least finite time) over its tuples with both
+    finite; +inf when it has none."""
+    rows, width = mem.shape
+    out = np.full((rows, 2), np.inf)
+    for r in range(rows):
+        for a in range(width):
+            if mem[r, a] < np.inf and time[r, a] < np.inf:
+                out[r, 0] = min(out[r, 0], mem[r, a])
+                out[r, 1] = min(out[r, 1], time[r, a])
     return out
+
+
+@njit(cache=True, nogil=True)
+def _last_at_most(stair_mem, steps, m):  # pragma: no cover - compiled
+    """The last step with memory <= m (-1: none), by bisection."""
+    lo, hi = 0, steps
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if stair_mem[mid] <= m:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo - 1
 
 
 @njit(cache=True, nogil=True)
 def _beaten(stair_mem, stair_time, steps, m, t):  # pragma: no cover - compiled
     """Whether a kept candidate has memory <= m and time < t (the staircase: memory ascending,
-    each step the least time of every candidate up to its memory)."""
-    if steps == 0 or stair_mem[0] > m:
-        return False
-    at = np.searchsorted(stair_mem[:steps], m, side="right") - 1
-    return stair_time[at] < t
+    each step the least time of every candidate up to its memory): every candidate at (m, t) or
+    above is strictly dominated."""
+    at = _last_at_most(stair_mem, steps, m)
+    return at >= 0 and stair_time[at] < t
 
 
 @njit(cache=True, nogil=True)

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from stratagem.search.frontier import write_front
+from stratagem.search.frontier import _beaten, _last_at_most, least_of_rows, write_front
 
 MAX_TERMS = 3
 
@@ -50,7 +50,7 @@ MAX_TERMS = 3
 @dataclass(frozen=True)
 class Terms:
     """A combine's terms made ready for `union_of_terms`, padded to three: each term's (mem, time)
-    as C-contiguous [R_t, W_t] and its rows' least tuple (`least_of_rows`); `coefficients`
+    as C-contiguous [R_t, W_t] and its rows' least tuple (`frontier.least_of_rows`); `coefficients`
     [3, D + 1], a term's row step per output dim and per k; `bases` [3], its row at o = 0, k = 0."""
     mems: tuple[np.ndarray, ...]
     times: tuple[np.ndarray, ...]
@@ -91,20 +91,6 @@ def union_of_terms(terms: Terms, box_starts: tuple[int, ...], box_sizes: tuple[i
         -1 if max_width is None else int(max_width))
     width = max(1, int(counts.max())) if len(counts) else 1
     return mem[:, :width], time[:, :width], kept[:, :width]
-
-
-@njit(cache=True, nogil=True)
-def least_of_rows(mem, time):  # pragma: no cover - compiled
-    """Per row of [R, W], (least finite memory, least finite time) over its tuples with both
-    finite; +inf when it has none."""
-    rows, width = mem.shape
-    out = np.full((rows, 2), np.inf)
-    for r in range(rows):
-        for a in range(width):
-            if mem[r, a] < np.inf and time[r, a] < np.inf:
-                out[r, 0] = min(out[r, 0], mem[r, a])
-                out[r, 1] = min(out[r, 1], time[r, a])
-    return out
 
 
 @njit(cache=True, nogil=True)
@@ -167,27 +153,6 @@ def _union_of_terms(m0, t0, l0, m1, t1, l1, m2, t2, l2, coefs, bases, starts, si
         counts[row] = write_front(kept, out_mem, out_time, row, front, steps, max_width, stair_col, stair_mem,
                                   stair_time)
     return kept, out_mem, out_time, counts
-
-
-@njit(cache=True, nogil=True)
-def _last_at_most(stair_mem, steps, m):  # pragma: no cover - compiled
-    """The last step with memory <= m (-1: none), by bisection."""
-    lo, hi = 0, steps
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if stair_mem[mid] <= m:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo - 1
-
-
-@njit(cache=True, nogil=True)
-def _beaten(stair_mem, stair_time, steps, m, t):  # pragma: no cover - compiled
-    """Whether a step has memory <= m and time < t: every candidate at (m, t) or above is strictly
-    dominated."""
-    at = _last_at_most(stair_mem, steps, m)
-    return at >= 0 and stair_time[at] < t
 
 
 @njit(cache=True, nogil=True)
@@ -338,4 +303,4 @@ def _pop(heap_mem, heap_col, size):  # pragma: no cover - compiled
     return size
 
 
-__all__ = ["MAX_TERMS", "Terms", "least_of_rows", "prepared_terms", "product_of_two", "union_of_terms"]
+__all__ = ["MAX_TERMS", "Terms", "prepared_terms", "product_of_two", "union_of_terms"]
