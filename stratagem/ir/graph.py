@@ -85,6 +85,11 @@ class Graph:
         if not isinstance(self.meta, Attrs):
             object.__setattr__(self, "meta", Attrs(self.meta))
 
+    def __reduce__(self):
+        """Pickled as its fields (a read-only view does not pickle; the derived views are built
+        again): plans with their graphs travel between processes (stratagem.forked)."""
+        return Graph, (self.name, dict(self.tensors), self.ops, self.outputs, self.meta)
+
     @classmethod
     def build(cls, name: str, tensors: Iterable[TensorSpec], ops: Iterable[Op],
               outputs: Iterable[str], meta: Mapping[str, Any] | None = None) -> "Graph":

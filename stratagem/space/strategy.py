@@ -83,6 +83,11 @@ class Strategy(Mapping):
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __reduce__(self):
+        """Pickled as its three fields (a read-only view does not pickle): plans travel between
+        processes (stratagem.forked)."""
+        return Strategy, (dict(self.ops), dict(self.reuse), self.pipeline)
+
     def with_ops(self, changes: Mapping[str, Configuration]) -> "Strategy":
         """This strategy with some ops' configurations replaced."""
         return Strategy({**self.ops, **changes}, self.reuse, self.pipeline)

@@ -1,3 +1,5 @@
+import pickle
+
 import pytest
 
 from stratagem.errors import GraphError
@@ -22,6 +24,16 @@ def test_build_sorts_topologically_and_stably():
     specs = [TensorSpec("x", (2,), role="input")] + [TensorSpec(f"o{i}", (2,)) for i in range(5)]
     g2 = Graph.build("fan", specs, independent, ["o0"])
     assert [op.name for op in g2.ops] == [f"r{i}" for i in range(5)]
+
+
+def test_a_graph_pickles_to_an_equal_one_whose_views_are_built_again():
+    g = Graph.build("mlp", mlp_specs(), mlp_ops(), ["y"], {"zoo": "mlp"})
+    assert g.producer["h"].name == "fc1"                     # a derived view, cached before pickling
+    back = pickle.loads(pickle.dumps(g))
+    assert back == g and [op.name for op in back.ops] == ["fc1", "act", "fc2"] and back.meta["zoo"] == "mlp"
+    assert back.producer["h"] == g.op("fc1") and back.consumers["a"] == (g.op("fc2"),)
+    with pytest.raises(TypeError):
+        back.tensors["x"] = None
 
 
 def test_num_parameters_and_requires_grad():

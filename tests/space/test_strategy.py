@@ -3,10 +3,12 @@ misses or invents an op or names an edge the graph lacks."""
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from stratagem.errors import ConfigError
-from stratagem.space import Configuration, Edge, Level, Strategy, as_strategy, check_reuse, reuse_of
+from stratagem.space import Configuration, Edge, Level, Pipeline, Strategy, as_strategy, check_reuse, reuse_of
 
 BATCH2 = Configuration((Level("b", 2),), 0)
 WHOLE = Configuration((Level(None, 1),), 0)
@@ -38,6 +40,15 @@ def test_as_strategy_and_reuse_of_take_a_plain_mapping_too():
     strategy = Strategy({"a": BATCH2}, {Edge("x", None, "a"): "keep_before"})
     assert as_strategy(strategy) is strategy and reuse_of(strategy) == strategy.reuse
     assert as_strategy({"a": BATCH2}) == Strategy({"a": BATCH2}) and reuse_of({"a": BATCH2}) == {}
+
+
+def test_a_strategy_pickles_whole_as_plans_sent_between_processes_are():
+    strategy = Strategy({"a": BATCH2, "b": WHOLE}, {("x", "a", "b"): "keep_after"}, Pipeline(("b",), 4, "gpipe"))
+    back = pickle.loads(pickle.dumps(strategy))
+    assert back == strategy and back.reuse == strategy.reuse and back.pipeline == strategy.pipeline
+    assert back != Strategy({"a": BATCH2, "b": WHOLE}, {("x", "a", "b"): "keep_after"})
+    with pytest.raises(TypeError):
+        back.ops["a"] = WHOLE
 
 
 @pytest.mark.parametrize("edge", [Edge("x", "a", "b"), Edge("h.0:out", None, "fc")])
