@@ -2,7 +2,8 @@
 search catches where it knows its best so far and returns that, marked (search.stopping); the
 command writes it as usual and says so. A second Ctrl-C aborts at once: it raises `Aborted`, which
 no search catches; the command ends with exit code 130 and the file it was writing is left as it
-was (files.atomic_write_*: whole or not at all). Planning starts no process, so none is left.
+was (files.atomic_write_*: whole or not at all). The processes planning forks to share its work
+(stratagem.forked) ignore SIGINT; either Ctrl-C kills and reaps them before it propagates.
 
     with first_ctrl_c_stops(out.note):    # SIGINT handled so for the block, as before after it
         ...

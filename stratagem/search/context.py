@@ -11,12 +11,13 @@ reporter it tells its progress (search.progress; silent unless a caller gives on
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from stratagem import values
+from stratagem.forked import shared_map
 from stratagem.cluster import Cluster, load
 from stratagem.cost import CostModel
 from stratagem.cost.recompute import blocks
@@ -30,6 +31,8 @@ from stratagem.search.space import additive_cost
 from stratagem.sim.builder import Simulation
 from stratagem.sim.pipeline import PipelineSimulation
 from stratagem.space import Configuration, SpaceOptions, Strategy, pipeline_of
+
+T = TypeVar("T")
 
 MEMORY_SAFETY = 1.1       # TensorOpt §5.2: a 16 GB device plans for 16 / 1.1 = 14.5 GB
 
@@ -132,6 +135,21 @@ def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algor
                 additive_memory_bytes=mem, algorithm=algorithm, optimizer=ctx.optimizer,
                 model=ctx.zoo_name, details=details, precision=ctx.precision, recompute=ctx.model.recompute)
     return plan.with_simulation(result)
+
+
+def plans_shared(ctx: PlanningContext, make: Callable[[T], Plan], items: Sequence[T],
+                 on_plan: Callable[[int, Plan], None] | None = None, workers: int | None = None) -> list[Plan]:
+    """[make(item) for item in items] (each a plan of ctx.graph, priced and simulated), shared
+    among forked workers (stratagem.forked): each plan comes back without its graph, which this
+    process has, and gets it here; `on_plan(i, plan)` sees each as it comes."""
+    def made(item: T) -> Plan:
+        return replace(make(item), graph=None)
+
+    def back(i: int, plan: Plan) -> None:
+        if on_plan is not None:
+            on_plan(i, replace(plan, graph=ctx.graph))
+
+    return [replace(plan, graph=ctx.graph) for plan in shared_map(made, items, back, workers)]
 
 
 def _pipeline_plan(ctx: PlanningContext, strategy: Strategy, algorithm: str,

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, replace
 
 from stratagem.collection import fewer_collections
 from stratagem.plan import Frontier, Plan
-from stratagem.search.context import PlanningContext, make_plan, recomputing, runnable_space
-from stratagem.search.ft import FTOptions, FTResult, Memo, merged
+from stratagem.search.context import PlanningContext, make_plan, plans_shared, recomputing, runnable_space
+from stratagem.search.ft import FTOptions, FTPoint, FTResult, Memo, merged
 from stratagem.search.ft_peak import peak_frontier_tracking
 from stratagem.search.progress import phase
 from stratagem.search.space import FT_SPACE, SearchSpace, build_search_space
@@ -123,17 +123,23 @@ def _tracked(ctx: PlanningContext, search_space: SearchSpace, ft_options: FTOpti
 def _simulated(ctx: PlanningContext, search_space: SearchSpace, result: FTResult, fixes: list
                ) -> tuple[list[Plan], bool]:
     """Every point unrolled to a strategy and simulated: (the plans, whether a Ctrl-C stopped it)."""
-    plans = []
+    details = {"heuristic_fixes": fixes} if fixes else None
+
+    def simulated(point: FTPoint) -> Plan:
+        strategy, reuse = search_space.strategy(point.assignment, point.options)
+        return make_plan(ctx, strategy, "ft", _non_default(ctx, strategy, reuse), details)
+
+    done: dict[int, Plan] = {}
+
+    def arrived(i: int, plan: Plan) -> None:
+        done[i] = plan
+        ctx.progress.advance()
+
     with phase(ctx.progress, "simulating frontier points", len(result.points)):
         try:
-            for point in result.points:
-                strategy, reuse = search_space.strategy(point.assignment, point.options)
-                plans.append(make_plan(ctx, strategy, "ft", _non_default(ctx, strategy, reuse),
-                                       {"heuristic_fixes": fixes} if fixes else None))
-                ctx.progress.advance()
+            return plans_shared(ctx, simulated, result.points, arrived), False
         except KeyboardInterrupt:
-            return plans, True
-    return plans, False
+            return [done[i] for i in sorted(done)], True
 
 
 def _priced_alternatives(ctx: PlanningContext, search_space: SearchSpace, options: FTSearchOptions) -> list[Plan]:

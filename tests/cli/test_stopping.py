@@ -105,3 +105,16 @@ def test_the_frontier_command_stopped_writes_the_points_simulated_so_far(tmp_pat
     assert "search stopped by Ctrl-C during simulating frontier points" in capsys.readouterr().out
     front = Frontier.load(path)
     assert len(front) == 1 and interruption(front.details).phase == "simulating frontier points"
+
+
+@needs_main_thread
+def test_a_real_sigint_while_points_simulate_in_forked_workers_leaves_no_process(tmp_path, monkeypatch, capsys):
+    whole = reporting_to(monkeypatch, Recorder())
+    assert main(["frontier", "rnn-tiny", "--devices", "2"]) == 0
+    reporting_to(monkeypatch, Recorder(stop_after=whole.calls_before("simulating") + 1, on_stop=ctrl_c))
+    path = tmp_path / "frontier.json"
+    assert main(["frontier", "rnn-tiny", "--devices", "2", "-o", str(path)]) == 0
+    assert "search stopped by Ctrl-C during simulating frontier points" in capsys.readouterr().out
+    assert len(Frontier.load(path)) >= 1
+    with pytest.raises(ChildProcessError):          # every worker forked was reaped
+        os.waitpid(-1, os.WNOHANG)
