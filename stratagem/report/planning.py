@@ -23,7 +23,6 @@ from stratagem.ir import Graph
 from stratagem.plan import Frontier, Plan
 from stratagem.search import modes, registry
 from stratagem.search.context import PlanningContext, context
-from stratagem.search.ft_search import frontier
 from stratagem.search.modes import fastest_fitting
 from stratagem.search.progress import SILENT, Progress, phase
 
@@ -120,7 +119,7 @@ def frontier_with_context(graph: Graph, cluster_name: str, devices: int | None,
     priced it). Stopped by Ctrl-C: the points simulated so far (search.stopping)."""
     request = PlanRequest("", cluster_name, devices, memory_cap_bytes=memory_cap_bytes, precision=precision)
     ctx = planning_context(graph, request, devices, progress)
-    return modes.frontier_with_stages(ctx, frontier(ctx)), ctx
+    return modes.frontier_and_stages(ctx), ctx
 
 
 __all__ = ["DEFAULT_CLUSTER", "PlanRequest", "build_graph", "check_algorithm", "check_cluster",

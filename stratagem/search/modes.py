@@ -17,16 +17,19 @@ further: each mode chooses among the plans found so far, and the plan it returns
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import replace
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from stratagem.cluster import Cluster
+from stratagem.forked import Background, background
 from stratagem.plan import Frontier, Plan
 from stratagem.search import registry
 from stratagem.errors import ConfigError, StratagemError
 from stratagem.search.context import NothingFits, PlanningContext, least_time
-from stratagem.search.ft_search import frontier
+from stratagem.search.ft_search import FTSearchOptions, frontier
 from stratagem.search.pipeline import in_zoo, pipeline_plans
 from stratagem.search.stopping import Interruption, interruption, marked, marked_frontier, stopped
 
@@ -59,7 +62,7 @@ def least_time_ft(ctx: PlanningContext, options: Any = None) -> Plan:
     plan seen (`leanest`). Stopped by Ctrl-C (search.stopping), no further search runs: the
     plan chosen from what was found, or NothingFits with the leanest plan, marked."""
     chosen = registry.make_options("ft", options)
-    front = frontier_with_stages(ctx, frontier(ctx, chosen), chosen.pipeline)
+    front = frontier_and_stages(ctx, chosen, chosen.pipeline)
     try:
         return mini_time(front, ctx.memory_cap_bytes)
     except NothingFits as refusal:
@@ -107,16 +110,20 @@ def _leanest(front: Frontier, before: Plan) -> Plan:
 PIPELINE_CHOICES = ("auto", "yes", "no")
 
 
-def staged_plans(ctx: PlanningContext, choice: str = "auto") -> list[Plan]:
-    """The pipeline search's plans (search.pipeline) the modes weigh: with "yes", or with "auto"
-    when the devices span more than one node (where links between nodes are slower) and the model
-    is from the zoo (the micro-batch's graph is built again); none where the graph has no stages."""
+def weighs_stages(ctx: PlanningContext, choice: str = "auto") -> bool:
+    """Whether the modes weigh plans with stages: with "yes", or with "auto" when the devices span
+    more than one node (where links between nodes are slower) and the model is from the zoo (the
+    micro-batch's graph is built again)."""
     if choice not in PIPELINE_CHOICES:
         raise ConfigError("pipeline choice is not valid", expected=" | ".join(PIPELINE_CHOICES), got=repr(choice))
-    if choice == "no":
-        return []
-    if choice == "auto" and (ctx.num_devices <= ctx.cluster.spec.devices_per_node
-                             or not in_zoo(ctx.zoo_name or ctx.graph.name)):
+    return choice == "yes" or (choice == "auto" and ctx.num_devices > ctx.cluster.spec.devices_per_node
+                               and in_zoo(ctx.zoo_name or ctx.graph.name))
+
+
+def staged_plans(ctx: PlanningContext, choice: str = "auto") -> list[Plan]:
+    """The pipeline search's plans (search.pipeline) the modes weigh (`weighs_stages`); none where
+    the graph has no stages."""
+    if not weighs_stages(ctx, choice):
         return []
     try:
         return pipeline_plans(ctx)
@@ -126,15 +133,71 @@ def staged_plans(ctx: PlanningContext, choice: str = "auto") -> list[Plan]:
         return []
 
 
-def frontier_with_stages(ctx: PlanningContext, front: Frontier, choice: str = "auto") -> Frontier:
-    """FT's frontier with the plans with stages (`staged_plans`) merged in: the points no other
-    point dominates in simulated time and peak memory (FT's own points a plan with stages
-    dominates leave it). Unchanged where no plan with stages is weighed, or where a Ctrl-C
-    stopped FT; a Ctrl-C during the pipeline search keeps the plans with stages priced so far."""
+def frontier_and_stages(ctx: PlanningContext, options: Any = None, choice: str = "auto") -> Frontier:
+    """frontier_with_stages(ctx, frontier(ctx, options), choice), the pipeline search (which does
+    not need FT's frontier) run meanwhile in a forked worker where there is a second CPU
+    (stratagem.forked.background; its progress is shown once FT is done)."""
+    options = options if options is not None else FTSearchOptions()
+    if not weighs_stages(ctx, choice):
+        return frontier(ctx, options)
+    with background(partial(_staged_in_worker, ctx, choice)) as job:
+        front = frontier(ctx, options)
+        return frontier_with_stages(ctx, front, choice, partial(_staged_from, job, ctx, choice))
+
+
+def _staged_in_worker(ctx: PlanningContext, choice: str, send: Callable[[Any], None]) -> None:
+    """A worker's pipeline search: its progress events as they come, then ("plans", the plans)."""
+    plans = staged_plans(replace(ctx, progress=_Forwarded(send)), choice)
+    send(("plans", plans))
+
+
+def _staged_from(job: Background | None, ctx: PlanningContext, choice: str) -> list[Plan]:
+    """The worker's plans, its progress replayed to ctx.progress while they come; computed here
+    where there is no worker, or (with a warning) where it failed."""
+    if job is None:
+        return staged_plans(ctx, choice)
+    opened = 0
+    try:
+        while not job.ended:
+            for kind, *args in job.take(wait=True):
+                if kind == "plans":
+                    return args[0]
+                getattr(ctx.progress, kind)(*args)
+                opened += {"phase": 1, "done": -1}.get(kind, 0)
+    finally:
+        for _ in range(opened):
+            ctx.progress.done()
+    warnings.warn(f"the pipeline search's worker failed ({job.failure or 'it ended early'}); "
+                  "it runs here instead", RuntimeWarning, stacklevel=2)
+    return staged_plans(ctx, choice)
+
+
+@dataclass(frozen=True)
+class _Forwarded:
+    """A worker's progress reporter: each call sent to the process that shows it."""
+    send: Callable[[Any], None]
+
+    def phase(self, name: str, total: int | None = None) -> None:
+        self.send(("phase", name, total))
+
+    def advance(self, n: int = 1) -> None:
+        self.send(("advance", n))
+
+    def done(self) -> None:
+        self.send(("done",))
+
+
+def frontier_with_stages(ctx: PlanningContext, front: Frontier, choice: str = "auto",
+                         staged_by: Callable[[], list[Plan]] | None = None) -> Frontier:
+    """FT's frontier with the plans with stages (`staged_plans`, or what `staged_by` returns) merged
+    in: the points no other point dominates in simulated time and peak memory (FT's own points a
+    plan with stages dominates leave it). Unchanged where no plan with stages is weighed, or where
+    a Ctrl-C stopped FT; a Ctrl-C during the pipeline search keeps the plans with stages priced so
+    far (none while a worker searches: it sends its plans at its end)."""
     if stopped(front):
         return front
     try:
-        staged = staged_plans(ctx, choice)
+        staged = staged_by() if staged_by is not None else staged_plans(ctx, choice)
     except KeyboardInterrupt:
         return marked_frontier(front, Interruption("the pipeline search", "FT's frontier, without plans with stages"))
     if not staged:

@@ -18,7 +18,7 @@ from stratagem import values
 from stratagem.cluster import Cluster, load
 from stratagem.ir import Graph
 from stratagem.plan import Frontier, Plan
-from stratagem.search import ft_search, modes, registry
+from stratagem.search import modes, registry
 from stratagem.search.context import NothingFits, context
 from stratagem.search.ft import FTOptions
 from stratagem.search.ft_search import PLANNER_FT, FTSearchOptions
@@ -34,8 +34,7 @@ def frontier(graph: Graph, cluster: Cluster | str, devices: int | None = None, o
     fp32 or bf16-mixed (ir.precision); `pipeline`: plans with stages merged in (search.pipeline):
     yes | no | auto (when the devices span more than one node)."""
     ctx = context(graph, cluster, devices, optimizer, precision=precision)
-    front = ft_search.frontier(ctx, FTSearchOptions(space, options, runnable, state_sharding))
-    return modes.frontier_with_stages(ctx, front, pipeline)
+    return modes.frontier_and_stages(ctx, FTSearchOptions(space, options, runnable, state_sharding), pipeline)
 
 
 def find_strategy(graph: Graph, cluster: Cluster | str, mode: str = "mini_time",

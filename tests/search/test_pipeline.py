@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -198,3 +199,44 @@ def test_micro_batch_graphs_derived_from_one_capture_plan_as_their_captures():
         assert (ours.iteration_time_s, ours.peak_memory_bytes, ours.additive_time_s, ours.additive_memory_bytes) == \
             (theirs.iteration_time_s, theirs.peak_memory_bytes, theirs.additive_time_s, theirs.additive_memory_bytes)
         assert ours.details == theirs.details
+
+
+def _plan_summary(plan) -> tuple:
+    return (plan.algorithm, plan.iteration_time_s, plan.peak_memory_bytes, dict(plan.strategy),
+            plan.strategy.pipeline, plan.graph.tensors["tokens"].shape)
+
+
+def test_the_pipeline_search_in_a_worker_while_ft_runs_gives_the_frontier_found_in_one_process():
+    from stratagem import forked
+    from stratagem.search.ft_search import frontier
+    from stratagem.search.modes import frontier_and_stages, frontier_with_stages
+    from tests.search.recorder import Recorder
+    if forked.worker_count(2) < 2:
+        pytest.skip("one CPU: no worker")
+    ctx = replace(context(zoo.build("gpt-tiny-tiny"), "a100-2x8", 16), progress=Recorder())
+    shared = frontier_and_stages(ctx, None, "yes")
+    phases = [p for p in ctx.progress.phases() if p.name.startswith("pipeline")]
+    assert len(phases) == 1 and phases[0].total >= 1 and phases[0].units == phases[0].total   # replayed whole
+    serial = frontier_with_stages(ctx, frontier(ctx), "yes")
+    assert [_plan_summary(p) for p in shared] == [_plan_summary(p) for p in serial]
+    assert shared.details["stages"] == serial.details["stages"] and shared.details["stages"]["weighed"] > 0
+
+
+def test_a_failed_pipeline_worker_is_made_good_here_with_a_warning(monkeypatch):
+    import os
+
+    from stratagem import forked
+    from stratagem.search import modes
+    if forked.worker_count(2) < 2:
+        pytest.skip("one CPU: no worker")
+    parent, searched = os.getpid(), modes.pipeline_plans
+
+    def failing_in_the_worker(ctx):
+        if os.getpid() != parent:
+            raise RuntimeError("the worker's own trouble")
+        return searched(ctx)
+    monkeypatch.setattr(modes, "pipeline_plans", failing_in_the_worker)
+    ctx = context(zoo.build("gpt-tiny-tiny"), "a100-2x8", 16)
+    with pytest.warns(RuntimeWarning, match="the worker's own trouble"):
+        front = modes.frontier_and_stages(ctx, None, "yes")
+    assert front.details["stages"]["weighed"] == len(searched(ctx)) > 0
