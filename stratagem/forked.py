@@ -33,6 +33,7 @@ import pickle
 import select
 import signal
 import struct
+import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -236,11 +237,22 @@ def _fork(body: Callable[[int], int]) -> _Child:
             os.close(read_fd)
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             os.environ[CHILD_ENV] = "1"
+            _one_torch_thread()
             code = body(write_fd)
         finally:
             os._exit(code)
     os.close(write_fd)
     return _Child(pid, read_fd)
+
+
+def _one_torch_thread() -> None:
+    """In a child: torch (when this process had loaded it) on one intra-op thread. An OpenMP pool
+    the parent started does not survive a fork, and the child's first parallel kernel would wait
+    on it forever (torch's DataLoader workers do the same). Looked up, not imported: the planner
+    core does not import torch."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
 
 
 def _share(fn: Callable[[T], R], items: Sequence[T], worker: int, count: int, fd: int) -> int:

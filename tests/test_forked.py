@@ -161,3 +161,27 @@ def test_no_background_child_inside_a_child(monkeypatch):
     monkeypatch.setenv(forked.CHILD_ENV, "1")
     with forked.background(_send_three_then("return")) as job:
         assert job is None
+
+
+TORCH_AFTER_FORK = """
+import torch
+from stratagem import forked
+(torch.ones(4_000_000) * 2).sum()                    # this process's OpenMP pool starts
+def child(send):
+    send(float((torch.zeros(4_000_000) + 1).sum()))  # a parallel kernel in the child
+with forked.background(child) as job:
+    got = []
+    while not job.ended:
+        got += job.take(wait=True)
+print(got, job.failure)
+"""
+
+
+def test_a_child_runs_torch_kernels_after_its_parent_used_an_intra_op_pool():
+    import subprocess
+    import sys
+    if forked.worker_count(2) < 2:
+        pytest.skip("one CPU: no worker")
+    done = subprocess.run([sys.executable, "-c", TORCH_AFTER_FORK], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[4000000.0]"            # without one torch thread in the child: a hang

@@ -20,7 +20,7 @@ are priced once, so a repeated layer's are looked up.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -264,10 +264,12 @@ class CostModel:
         peaks = tuple(sum(kind[d] for kind in parts.values()) for d in range(self.num_devices))
         return PlanCost(time_s, max(peaks), communication_s, compute_s, peaks)
 
-    def memory_parts(self, strategy: Mapping[str, Configuration]) -> dict[str, list[float]]:
+    def memory_parts(self, strategy: Mapping[str, Configuration], terms: Sequence[tuple] | None = None
+                     ) -> dict[str, list[float]]:
         """Per kind, per device, the additive memory (weights, gradients, optimizer state,
         activations: saved ones and kept re-scheduled copies, less buffers shared by their
-        keepers) and the largest transient term: what Eq. 3's peak adds up."""
+        keepers) and the largest transient term: what Eq. 3's peak adds up. `terms`: the
+        strategy's transient_terms, where the caller has them already."""
         parts = {kind: np.zeros(self.num_devices) for kind in MEMORY_KINDS}
         ops = [(strategy[op.name].devices, self.op_cost(op.name, strategy[op.name]).memory) for op in self.graph.ops]
         devices = _spread([d for d, _ in ops])
@@ -280,7 +282,7 @@ class CostModel:
                                   _repeated([b for _, b in edges], edges)]))     # in the order of a loop: ops, then edges
         for num_bytes, devices in sharing_credits(self, strategy):
             np.subtract.at(parts["activations"], list(devices), num_bytes)
-        for num_bytes, devices, _ in transient_terms(self, strategy):
+        for num_bytes, devices, _ in (transient_terms(self, strategy) if terms is None else terms):
             np.maximum.at(parts["transient"], list(devices), num_bytes)
         return {kind: values.tolist() for kind, values in parts.items()}
 

@@ -175,7 +175,9 @@ def transient_terms(model, strategy: Mapping[str, Configuration]) -> Iterator[tu
                config.devices, op.name)
 
 
-def plan_transient(model, strategy: Mapping[str, Configuration]) -> tuple[float, str]:
-    """T(S) of a whole strategy, and the op where it is reached."""
-    return max(((num_bytes, where) for num_bytes, _, where in transient_terms(model, strategy)),
-               default=(0.0, ""))
+def plan_transient(model, strategy: Mapping[str, Configuration], terms: Sequence[tuple] | None = None
+                   ) -> tuple[float, str]:
+    """T(S) of a whole strategy, and the op where it is reached; `terms`: its transient_terms,
+    where the caller has them already."""
+    found = transient_terms(model, strategy) if terms is None else terms
+    return max(((num_bytes, where) for num_bytes, _, where in found), default=(0.0, ""))

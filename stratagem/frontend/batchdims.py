@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -55,24 +56,38 @@ def grown_export(module: torch.nn.Module, inputs: Sequence[Any],
         return None
 
 
+@dataclass(frozen=True)
+class ProgramShapes:
+    """What `dims_between` reads of a program: per node, its name, its target (as text) and its
+    tensor value's shape (None for other values). It pickles: a forked worker's export sends it."""
+    nodes: tuple[tuple[str, str, tuple[int, ...] | None], ...]
+
+
+def program_shapes(program: Any) -> ProgramShapes:
+    return ProgramShapes(tuple((n.name, str(n.target), _shape(n.meta.get("val"))) for n in program.graph.nodes))
+
+
+def _shape(value: Any) -> tuple[int, ...] | None:
+    return tuple(value.shape) if isinstance(value, torch.Tensor) else None
+
+
 def dims_between(program: Any, grown: Any) -> Mapping[str, int | None]:
     """fx node name -> batch dim, from the program and the one with one more sample (each an
-    ExportedProgram or anything with its `graph`); empty, with a warning, when their graphs differ."""
-    first, second = list(program.graph.nodes), list(grown.graph.nodes)
-    if [(n.name, n.target) for n in first] != [(n.name, n.target) for n in second]:
+    ExportedProgram, anything with its `graph`, or its ProgramShapes); empty, with a warning,
+    when their graphs differ."""
+    first, second = (x if isinstance(x, ProgramShapes) else program_shapes(x) for x in (program, grown))
+    if [node[:2] for node in first.nodes] != [node[:2] for node in second.nodes]:
         _warn("its graph changes with the batch size")
         return {}
-    return {a.name: compare(a.meta.get("val"), b.meta.get("val")) for a, b in zip(first, second)}
+    return {a[0]: compare(a[2], b[2]) for a, b in zip(first.nodes, second.nodes)}
 
 
-def compare(before: Any, after: Any) -> int | None:
-    """The dim that grew by exactly one from `before` to `after` while no other dim changed."""
-    if not isinstance(before, torch.Tensor) or not isinstance(after, torch.Tensor):
+def compare(before: tuple[int, ...] | None, after: tuple[int, ...] | None) -> int | None:
+    """The dim that grew by exactly one from shape `before` to `after` while no other dim changed."""
+    if before is None or after is None or len(before) != len(after):
         return None
-    if before.dim() != after.dim():
-        return None
-    changed = [d for d, (m, n) in enumerate(zip(before.shape, after.shape)) if m != n]
-    if len(changed) != 1 or after.shape[changed[0]] != before.shape[changed[0]] + 1:
+    changed = [d for d, (m, n) in enumerate(zip(before, after)) if m != n]
+    if len(changed) != 1 or after[changed[0]] != before[changed[0]] + 1:
         return None
     return changed[0]
 

@@ -21,15 +21,17 @@ from __future__ import annotations
 import contextlib
 import inspect
 import warnings
-from dataclasses import dataclass
-from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import torch
 
 from stratagem.errors import StratagemError
 from stratagem.values import closest
-from stratagem.frontend.batchdims import dims_between, grown_export
+from stratagem.forked import background
+from stratagem.frontend.batchdims import ProgramShapes, dims_between, grown_export, program_shapes
 from stratagem.frontend.export import export_program
 from stratagem.frontend.lower import Lowered, Lowering
 from stratagem.frontend.saved import SavedTensors, record_saved
@@ -64,23 +66,77 @@ class Captured:
     graph: Graph
     program: torch.export.ExportedProgram
     grown: Any                          # an ExportedProgram, rebatch.py's stand-in, or None
+    regrow: Callable[[], Any] | None = field(default=None, repr=False, compare=False)
+
+    def grown_program(self) -> Any:
+        """`grown`; where a forked worker made that export (only its shapes came back, `regrow`
+        set), the same export made again here."""
+        return self.grown if self.grown is not None or self.regrow is None else self.regrow()
 
 
 def capture_with_exports(module: torch.nn.Module, example_inputs: Any, *, name: str | None = None,
                          sample_dims: SampleDims = None, convert: Any = None, grown: Any = None) -> Captured:
     """`capture`, keeping the exports. `grown`: the export with one more sample where the caller
-    has it exactly (rebatch.py derives it), instead of exporting again."""
+    has it exactly (rebatch.py derives it), instead of exporting again. Without it, and with the
+    default sample dims, that export runs in a forked worker while this process exports the
+    program (stratagem.forked; the worker sends its ProgramShapes, all the batch dims need)."""
     inputs = positional_inputs(module, example_inputs)
     name = name or type(module).__name__
+    shapes, regrow = None, None
     with caches_off(module) as turned_off:
-        program = export_program(module, inputs)
-        by_name = input_sample_dims(program, inputs, sample_dims)
-        leaf_dims = [by_name.get(n) for n in _user_input_names(program)]
-        if grown is None:
-            grown = grown_export(module, inputs, _align_to_leaves(inputs, leaf_dims))
-    batch = {} if grown is None else dims_between(program, grown)
+        guess = _default_leaf_dims(inputs) if grown is None and sample_dims is None else None
+        with _grown_in_worker(module, inputs, guess) as job:
+            program = export_program(module, inputs)
+            by_name = input_sample_dims(program, inputs, sample_dims)
+            leaf_dims = _align_to_leaves(inputs, [by_name.get(n) for n in _user_input_names(program)])
+            if job is not None and leaf_dims == guess:
+                shapes = _received_shapes(job)
+        if shapes is not None:
+            regrow = partial(_grown_without_caches, module, inputs, leaf_dims)
+        elif grown is None:
+            grown = grown_export(module, inputs, leaf_dims)
+    found = shapes if shapes is not None else grown
+    batch = {} if found is None else dims_between(program, found)
     graph = lowered_graph(program, module, batch, by_name, record_saved(program), name, turned_off, convert)
-    return Captured(graph, program, grown)
+    return Captured(graph, program, grown, regrow)
+
+
+def _default_leaf_dims(inputs: tuple[Any, ...]) -> list[int | None]:
+    """The sample dims per pytree leaf that the default gives (0 for every tensor with a dim)."""
+    tensors = [x for x in torch.utils._pytree.tree_leaves(list(inputs)) if isinstance(x, torch.Tensor)]
+    return _align_to_leaves(inputs, [0 if t.dim() > 0 else None for t in tensors])
+
+
+@contextlib.contextmanager
+def _grown_in_worker(module: torch.nn.Module, inputs: tuple[Any, ...], dims: list[int | None] | None):
+    """The export with one more sample along `dims`, in a forked worker (None: not started)."""
+    if dims is None or all(d is None for d in dims):
+        yield None
+        return
+    with background(partial(_send_grown_shapes, module, inputs, dims)) as job:
+        yield job
+
+
+def _send_grown_shapes(module: torch.nn.Module, inputs: tuple[Any, ...], dims: list[int | None],
+                       send: Callable[[Any], None]) -> None:
+    """A worker's grown export: its ProgramShapes, or None where it failed (this process then
+    exports it again, and warns)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = grown_export(module, inputs, dims)
+    send(None if found is None else program_shapes(found))
+
+
+def _received_shapes(job) -> ProgramShapes | None:
+    while not job.ended:
+        for message in job.take(wait=True):
+            return message
+    return None
+
+
+def _grown_without_caches(module: torch.nn.Module, inputs: tuple[Any, ...], dims: list[int | None]) -> Any:
+    with caches_off(module):
+        return grown_export(module, inputs, dims)
 
 
 def lowered_graph(program: Any, module: torch.nn.Module, batch_dims: Mapping[str, int | None],

@@ -77,7 +77,8 @@ def batch_family(module: torch.nn.Module, inputs_at: Callable[[int], Any], captu
                  batch: int) -> BatchFamily | None:
     """The family of `captured` (the capture of `module` on inputs_at(batch)), or None where the
     symbolic export fails or does not reproduce the capture's exports at batch and batch + 1."""
-    if captured.grown is None or batch < SMALLEST:
+    grown = captured.grown_program() if batch >= SMALLEST else None
+    if grown is None:
         return None
     inputs = positional_inputs(module, inputs_at(batch))
     dims = _input_batch_dims(inputs, positional_inputs(module, inputs_at(batch + 1)))
@@ -90,7 +91,7 @@ def batch_family(module: torch.nn.Module, inputs_at: Callable[[int], Any], captu
             program = export_program(module, inputs, tuple(None if d is None else {d: dim} for d in dims))
     except Exception:   # noqa: BLE001 - any failure only costs the derivation
         return None
-    return _matched(captured, module, program, batch, largest)
+    return _matched(captured, grown, module, program, batch, largest)
 
 
 def derived_program(family: BatchFamily, batch: int) -> DerivedProgram | None:
@@ -135,8 +136,8 @@ def _input_batch_dims(inputs: Sequence[Any], grown: Sequence[Any]) -> tuple[int 
     return tuple(dims) if any(d is not None for d in dims) else None
 
 
-def _matched(captured: Captured, module: torch.nn.Module, program: torch.export.ExportedProgram, batch: int,
-             largest: int) -> BatchFamily | None:
+def _matched(captured: Captured, grown: Any, module: torch.nn.Module, program: torch.export.ExportedProgram,
+             batch: int, largest: int) -> BatchFamily | None:
     symbolic = tuple(n for n in program.graph.nodes if not _is_symbolic(n))
     static = list(captured.program.graph.nodes)
     if [(n.op, n.target) for n in symbolic] != [(n.op, n.target) for n in static]:
@@ -147,7 +148,7 @@ def _matched(captured: Captured, module: torch.nn.Module, program: torch.export.
     family = BatchFamily(captured, module, symbolic, symbol, batch, largest, _sizes(symbolic))
     try:
         exact = (_same_program(_program_at(family, batch), captured.program)
-                 and _same_program(_program_at(family, batch + 1), captured.grown))
+                 and _same_program(_program_at(family, batch + 1), grown))
     except NotExact:
         return None
     return family if exact else None

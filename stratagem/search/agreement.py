@@ -11,7 +11,7 @@ where FT's largest transient is, and where and when the simulated peak is, with 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from stratagem.cost.transient import plan_transient
 from stratagem.space import Configuration
@@ -20,13 +20,14 @@ MEMORY_AGREEMENT = 0.02      # relative; the issue's bound on |FT memory - simul
 
 
 def memory_gap_note(model, strategy: Mapping[str, Configuration], additive_memory_bytes: float,
-                    simulation, peak: float) -> str | None:
+                    simulation, peak: float, terms: Sequence[tuple] | None = None) -> str | None:
     """None when FT's memory is within MEMORY_AGREEMENT of the simulated `peak`; else what
-    differs (the simulation's peak breakdown is worked out only then)."""
+    differs (the simulation's peak breakdown is worked out only then). `terms`: the strategy's
+    transient_terms, where the caller has them already."""
     if peak <= 0 or abs(additive_memory_bytes - peak) <= MEMORY_AGREEMENT * peak:
         return None
     breakdown = simulation.peak_breakdown(top=3)
-    transient_bytes, where = plan_transient(model, strategy)
+    transient_bytes, where = plan_transient(model, strategy, terms)
     held = ", ".join(f"{name} {_mib(b)}" for name, b in breakdown.holders)
     side = "over" if additive_memory_bytes > peak else "under"
     return (f"FT's memory {_mib(additive_memory_bytes)} is {abs(additive_memory_bytes / peak - 1):.1%} {side} "

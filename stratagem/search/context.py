@@ -22,6 +22,7 @@ from stratagem.cluster import Cluster, load
 from stratagem.cost import CostModel
 from stratagem.cost.recompute import blocks
 from stratagem.cost.throughput import throughput
+from stratagem.cost.transient import transient_terms
 from stratagem.errors import ConfigError, StratagemError
 from stratagem.ir import Graph, has_master_weights, with_precision
 from stratagem.plan import Plan
@@ -115,14 +116,15 @@ def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algor
     chosen = Strategy(strategy, {edges[k]: option for k, option in (reuse or {}).items()}, pipeline_of(strategy))
     if chosen.pipeline is not None:
         return _pipeline_plan(ctx, chosen, algorithm, details)
-    mem, time = additive_cost(ctx.model, chosen)
+    terms = tuple(transient_terms(ctx.model, chosen))        # T(S)'s terms, read three times below
+    mem, time = additive_cost(ctx.model, chosen, terms)
     simulation = Simulation(ctx.model, chosen)
     result = simulation.run()
     details = dict(details or {})
-    gap = memory_gap_note(ctx.model, chosen, mem, simulation, result.peak_memory_bytes)
+    gap = memory_gap_note(ctx.model, chosen, mem, simulation, result.peak_memory_bytes, terms)
     if gap:
         details["memory_gap"] = gap
-    details["memory_by_kind"] = memory_by_kind(ctx.model, chosen)
+    details["memory_by_kind"] = memory_by_kind(ctx.model, chosen, terms)
     rate = throughput(ctx.model, result.iteration_time_s)
     details["throughput"] = {"per_s": rate.items_per_s, "unit": rate.unit, "mfu": rate.mfu}
     states = Counter(c.state for c in chosen.values() if c.sharded_state)
@@ -201,9 +203,10 @@ def _effect(model_a, strategy_a, model_b, strategy_b, kinds) -> dict[str, float]
     return {"saved_bytes": saved, "time_s": model_b.plan_cost(strategy_b).time_s - model_a.plan_cost(strategy_a).time_s}
 
 
-def memory_by_kind(model, strategy: Mapping[str, Configuration]) -> dict[str, Any]:
+def memory_by_kind(model, strategy: Mapping[str, Configuration], terms: Sequence[tuple] | None = None
+                   ) -> dict[str, Any]:
     """The additive memory by kind (cost.model.memory_parts) on the device where it peaks."""
-    parts = model.memory_parts(strategy)
+    parts = model.memory_parts(strategy, terms)
     device = max(range(model.num_devices), key=lambda d: sum(kind[d] for kind in parts.values()))
     return {"device": device, **{kind: values[device] for kind, values in parts.items()}}
 

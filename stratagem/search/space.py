@@ -25,7 +25,7 @@ configuration lists), so repeated layers are priced once.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -329,9 +329,11 @@ def _bases(configs) -> tuple[tuple[Configuration, ...], np.ndarray]:
     return bases, np.array([at[c.base] for c in configs], dtype=np.int64)
 
 
-def additive_cost(model, strategy: Mapping[str, Configuration]) -> tuple[float, float]:
+def additive_cost(model, strategy: Mapping[str, Configuration], terms: Sequence[tuple] | None = None
+                  ) -> tuple[float, float]:
     """(peak memory, time) of a strategy (and its reuse choices) as FT counts them, straight from
-    the cost model: Eq. 3's sums, plus the largest transient term (cost.transient)."""
+    the cost model: Eq. 3's sums, plus the largest transient term (cost.transient; `terms`: its
+    transient_terms, where the caller has them already)."""
     mem = time = 0.0
     for op in model.graph.ops:
         cost = model.op_cost(op.name, strategy[op.name])
@@ -342,7 +344,7 @@ def additive_cost(model, strategy: Mapping[str, Configuration]) -> tuple[float, 
         mem += cost.extra_memory_bytes
         time += cost.time_s
     mem -= sum(num_bytes for num_bytes, _ in sharing_credits(model, strategy))
-    return mem + plan_transient(model, strategy)[0], time
+    return mem + plan_transient(model, strategy, terms)[0], time
 
 
 __all__ = ["FT_SPACE", "SearchSpace", "additive_cost", "build_search_space", "member_configs", "Role"]

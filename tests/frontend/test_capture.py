@@ -298,3 +298,22 @@ def test_inputs_of_another_batch_size_are_read_whole(checked):
     lookup = next(op for op in g.ops if op.attrs.get("target") == "aten.index.Tensor")
     assert lookup.attrs["out_sample_dim"] == 0          # [3, 4] follows the ids
     assert lookup.attrs["in_sample_dims"] == (None, 0)  # the 5 rows are read whole
+
+
+def test_the_export_with_one_more_sample_in_a_worker_gives_the_graph_and_program_made_here(monkeypatch):
+    from stratagem import forked
+    from stratagem.frontend.batchdims import program_shapes
+    from stratagem.frontend.capture import capture_with_exports
+    if forked.worker_count(2) < 2:
+        pytest.skip("one CPU: no worker")
+    inputs = (torch.randn(6, 8), torch.randint(0, 4, (6,)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OpaqueOpsWarning)
+        shared = capture_with_exports(MLP(), inputs, convert=no_conversion)
+        monkeypatch.setenv(forked.CHILD_ENV, "1")           # as inside a worker: exported here
+        here = capture_with_exports(MLP(), inputs, convert=no_conversion)
+    assert shared.grown is None and shared.regrow is not None and here.grown is not None and here.regrow is None
+    assert shared.graph == here.graph
+    assert program_shapes(shared.grown_program()) == program_shapes(here.grown_program())
+    assert shared.graph.tensors["x"].sample_dim == 0 and any(
+        t.sample_dim == 0 for t in shared.graph.tensors.values() if t.role is Role.ACTIVATION)
