@@ -12,8 +12,8 @@
                                        it sends arrives here in order (Background.take).
 
 Serial (shared_map makes the same calls in this process; background gives None, and the caller
-does the work itself) where there is no fork (not POSIX), one CPU, or inside a child: no nested
-forks. What travels back must pickle (plans do, graphs and strategies included).
+does the work itself) off Linux, with one CPU, with STRATAGEM_WORKERS=1, or inside a child: no
+nested forks. What travels back must pickle (plans do, graphs and strategies included).
 
 A child that raises or dies is not trusted with the rest of its work: shared_map computes here
 the items it did not return, so an error of fn raises here as a serial run raises it, and a
@@ -39,11 +39,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from stratagem.errors import ConfigError
+
 T = TypeVar("T")
 R = TypeVar("R")
 
 MAX_WORKERS = 8
 CHILD_ENV = "STRATAGEM_FORKED_WORKER"       # set in a child: it forks no further
+WORKERS_ENV = "STRATAGEM_WORKERS"            # a user's cap on the processes (1: serial)
 _HEADER = struct.Struct("<Q")                 # a message's length, before its pickle
 
 
@@ -57,11 +60,24 @@ def usable_cpus() -> int:
 
 def worker_count(items: int, workers: int | None = None) -> int:
     """How many processes `shared_map` uses for `items` items: at most `workers` (None: the
-    usable CPUs, at most MAX_WORKERS), never more than the items, 1 where it cannot fork."""
-    if not hasattr(os, "fork") or os.environ.get(CHILD_ENV):
+    usable CPUs, at most MAX_WORKERS and at most $STRATAGEM_WORKERS), never more than the items;
+    1 off Linux (macOS's system libraries are not safe across a fork without exec) and inside a
+    child."""
+    if not sys.platform.startswith("linux") or os.environ.get(CHILD_ENV):
         return 1
-    wanted = min(usable_cpus(), MAX_WORKERS) if workers is None else workers
+    wanted = min(usable_cpus(), MAX_WORKERS, _workers_allowed()) if workers is None else workers
     return max(1, min(wanted, items))
+
+
+def _workers_allowed() -> int:
+    """$STRATAGEM_WORKERS: the most processes planning may use (1: none forked)."""
+    given = os.environ.get(WORKERS_ENV, "").strip()
+    if not given:
+        return MAX_WORKERS
+    if not given.isdigit() or int(given) < 1:
+        raise ConfigError(f"{WORKERS_ENV} is not a count of processes", expected="an integer >= 1 (1: no process "
+                          "forked)", got=repr(given), hint=f"unset {WORKERS_ENV} to use every CPU")
+    return int(given)
 
 
 def shared_map(fn: Callable[[T], R], items: Sequence[T],

@@ -185,3 +185,15 @@ def test_a_child_runs_torch_kernels_after_its_parent_used_an_intra_op_pool():
     done = subprocess.run([sys.executable, "-c", TORCH_AFTER_FORK], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[4000000.0]"            # without one torch thread in the child: a hang
+
+
+def test_stratagem_workers_caps_the_processes_and_a_bad_value_is_refused(monkeypatch):
+    from stratagem.errors import ConfigError
+    monkeypatch.setenv(forked.WORKERS_ENV, "1")
+    assert forked.worker_count(10) == 1
+    assert {r[1] for r in forked.shared_map(square_and_pid, [1, 2, 3])} == {os.getpid()}
+    monkeypatch.setenv(forked.WORKERS_ENV, "2")
+    assert forked.worker_count(10) == min(2, forked.usable_cpus())
+    monkeypatch.setenv(forked.WORKERS_ENV, "many")
+    with pytest.raises(ConfigError, match="STRATAGEM_WORKERS"):
+        forked.worker_count(10)
