@@ -180,32 +180,29 @@ class _Child:
 
     def drain(self, results: dict[int, Any], report: Callable[[int, Any], None], block: bool) -> None:
         """Read what the child has sent (all of it, to its end, when `block`), reporting each
-        complete result; a broken message or a failure ends the child's share."""
-        while not self.done and (block or select.select([self.fd], [], [], 0)[0]):
-            chunk = os.read(self.fd, 1 << 20)
-            if not chunk:
-                self.done = True
-                self.failure = self.failure or ("it ended with a partial message" if self.buffer else "")
-            self.buffer += chunk
-            for ok, i, result in self._messages():
-                if not ok:
-                    self.done, self.failure = True, f"item {i}: {result}"
-                    break
-                results[i] = _reported(report, i, result)
+        complete result; a failure ends the child's share."""
+        for i, result in self._arrived(lambda: block):
+            results[i] = _reported(report, i, result)
 
     def drain_some(self, received: list[Any], wait: bool) -> None:
         """Append the messages that have come (waiting for one, or the end, with `wait`)."""
-        while not self.done and (wait and not received or select.select([self.fd], [], [], 0)[0]):
+        for _, message in self._arrived(lambda: wait and not received):
+            received.append(message)
+
+    def _arrived(self, keep_reading: Callable[[], bool]) -> Iterator[tuple[int, Any]]:
+        """(index, message) of each complete message, reading while keep_reading() or while
+        data is there; the pipe's end or a failure message ends the child (`done`, `failure`)."""
+        while not self.done and (keep_reading() or select.select([self.fd], [], [], 0)[0]):
             chunk = os.read(self.fd, 1 << 20)
             if not chunk:
                 self.done = True
                 self.failure = self.failure or ("it ended with a partial message" if self.buffer else "")
             self.buffer += chunk
-            for ok, _, message in self._messages():
+            for ok, i, message in self._messages():
                 if not ok:
                     self.done, self.failure = True, message
-                    break
-                received.append(message)
+                    return
+                yield i, message
 
     def _messages(self):
         while len(self.buffer) >= _HEADER.size:
