@@ -24,7 +24,8 @@ from functools import partial
 from typing import Any
 
 from stratagem.cluster import Cluster
-from stratagem.forked import Background, background
+from stratagem.cost.recompute import blocks
+from stratagem.forked import Background, background, shared_map
 from stratagem.plan import Frontier, Plan
 from stratagem.search import registry
 from stratagem.errors import ConfigError, StratagemError
@@ -64,9 +65,11 @@ def least_time_ft(ctx: PlanningContext, options: Any = None) -> Plan:
     chosen = registry.make_options("ft", options)
     front = frontier_and_stages(ctx, chosen, chosen.pipeline)
     try:
-        return mini_time(front, ctx.memory_cap_bytes)
+        best = mini_time(front, ctx.memory_cap_bytes)
     except NothingFits as refusal:
         refusal.leanest, failed = front.min_memory, refusal
+    else:
+        return best if stopped(front) else _not_slower_than_practitioners(ctx, best)
     if stopped(front):
         raise failed
     try:
@@ -215,21 +218,50 @@ def _dominates(a: Plan, b: Plan) -> bool:
             and (a.iteration_time_s < b.iteration_time_s or a.peak_memory_bytes < b.peak_memory_bytes))
 
 
-def _practitioners_fitting(ctx: PlanningContext) -> Plan | None:
+def _not_slower_than_practitioners(ctx: PlanningContext, best: Plan) -> Plan:
+    """`best`, unless a practitioners' plan that fits (`_practitioners_fitting`) is faster,
+    simulated: then that one, saying why. Weighed for models of repeated blocks (those
+    practitioners configure so); a Ctrl-C while they are priced keeps `best`, marked."""
+    if not blocks(ctx.graph):
+        return best
+    try:
+        found = _practitioners_fitting(ctx, f"it is faster than FT's fastest plan under the cap "
+                                            f"({best.iteration_time_s * 1e3:,.1f} ms)")
+    except KeyboardInterrupt:
+        return marked(best, Interruption("the practitioners' plans", "FT's choice"))
+    return found if found is not None and found.iteration_time_s < best.iteration_time_s else best
+
+
+def _practitioners_fitting(ctx: PlanningContext, why: str = "FT's frontier had no plan under the cap") -> Plan | None:
     """The fastest that fits the cap of fsdp, fsdp with every block recomputed and fsdp-tp (tensor
-    parallel in a node as well), or None."""
-    plans = [registry.run(ctx, "fsdp", {"recompute": recompute}) for recompute in (False, True)]
-    plans.append(registry.run(ctx, "fsdp-tp", {}))
-    fitting = [p for p in plans if p.peak_memory_bytes <= ctx.memory_cap_bytes]
+    parallel in a node as well), or None; its details say it was chosen because of `why`. FSDP
+    with recomputation is priced only where FSDP without does not fit: it runs the same steps
+    and a second forward, so it is never the faster of the two."""
+    settings = (("fsdp", {"recompute": False}), ("fsdp-tp", {}))
+    plans = shared_map(partial(_practitioners_plan, ctx), settings)          # priced side by side
+    if plans[0] is None or plans[0].peak_memory_bytes > ctx.memory_cap_bytes:
+        plans.append(_practitioners_plan(ctx, ("fsdp", {"recompute": True})))
+    fitting = [p for p in plans if p is not None and p.peak_memory_bytes <= ctx.memory_cap_bytes]
     if not fitting:
         return None
     best = min(fitting, key=lambda p: p.iteration_time_s)
     layout = "tensor parallel in a node, data parallel across" if best.algorithm == "fsdp-tp" else "data parallel"
-    note = (f"FT's frontier had no plan under the cap; this is the practitioners' plan ({layout}, "
+    note = (f"{why}; this is the practitioners' plan ({layout}, "
             "weights sharded" + (", every block recomputed" if best.recompute else "") + "). FT over "
             "sharded weights and recomputation (--option state_sharding=true, recompute=true) may find "
             "a faster one, more slowly")
-    return replace(best, details={**best.details, "chosen_because": note})
+    return replace(best, graph=ctx.graph, details={**best.details, "chosen_because": note})
+
+
+def _practitioners_plan(ctx: PlanningContext, setting: tuple[str, dict]) -> Plan | None:
+    """One practitioners' setting priced (its plan travels between processes without the graph,
+    which it gets back here); None for a graph it does not apply to."""
+    name, options = setting
+    try:
+        plan = registry.run(ctx, name, options)
+    except StratagemError:
+        return None
+    return replace(plan, graph=None)
 
 
 def device_counts(cluster: Cluster, start: int = 1, stop: int | None = None) -> list[int]:

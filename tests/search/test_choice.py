@@ -52,3 +52,29 @@ def test_the_modes_try_meshes_of_three_times_a_power_of_two():
     assert device_counts(cluster) == [1, 2, 3, 4, 6, 8, 12, 16]
     assert device_counts(cluster, 5, 13) == [6, 8, 12, 13]
     assert device_counts(cluster, 7, 7) == [7]
+
+
+def test_a_faster_practitioners_plan_that_fits_is_chosen_over_fts_and_says_why(monkeypatch):
+    """The modes never return a plan slower than the practitioners' settings (fsdp, fsdp with every
+    block recomputed, fsdp-tp) where one fits: given a practitioners' plan faster than FT's choice,
+    it is returned; given a slower one, FT's stays."""
+    from stratagem.search import modes
+    ctx = context(zoo.build("gpt-tiny-tiny"), "a100-1x8", 8)
+    chosen_by_ft = mini_time(modes.frontier_and_stages(ctx, None, "no"), ctx.memory_cap_bytes)
+    real = modes._practitioners_fitting(ctx, "because")
+    assert real is not None and "because; this is the practitioners' plan" in real.details["chosen_because"]
+    assert real.graph is ctx.graph
+    for factor, expected in ((0.5, "practitioners"), (2.0, "ft")):
+        quicker = replace(real, iteration_time_s=factor * chosen_by_ft.iteration_time_s)
+        monkeypatch.setattr(modes, "_practitioners_fitting", lambda ctx, why, plan=quicker: plan)
+        chosen = modes.least_time_ft(ctx, {"pipeline": "no"})
+        assert (chosen is quicker) == (expected == "practitioners")
+        if expected == "ft":
+            assert chosen.algorithm == "ft" and chosen.iteration_time_s == chosen_by_ft.iteration_time_s
+
+
+def test_graphs_without_repeated_blocks_weigh_no_practitioners_plan(monkeypatch):
+    from stratagem.search import modes
+    monkeypatch.setattr(modes, "_practitioners_fitting", lambda *a: pytest.fail("weighed"))
+    plan = modes.least_time_ft(context(zoo.build("mlp-tiny"), "cpu-1x2", 2))
+    assert plan.iteration_time_s > 0
