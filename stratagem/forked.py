@@ -136,6 +136,11 @@ class Background:
         self.child.drain_some(received, wait)
         return received
 
+    def messages(self) -> Iterator[Any]:
+        """Each message the child sends, as it comes, until its end."""
+        while not self.ended:
+            yield from self.take(wait=True)
+
     @property
     def ended(self) -> bool:
         return self.child.done

@@ -118,10 +118,7 @@ def _send_three_then(end: str):
 
 
 def _everything(job) -> list:
-    received = []
-    while not job.ended:
-        received += job.take(wait=True)
-    return received
+    return list(job.messages())
 
 
 def test_a_background_child_sends_in_order_while_this_process_goes_on():

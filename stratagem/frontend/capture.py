@@ -31,7 +31,7 @@ import torch
 from stratagem.errors import StratagemError
 from stratagem.values import closest
 from stratagem.forked import background
-from stratagem.frontend.batchdims import ProgramShapes, dims_between, grown_export, program_shapes
+from stratagem.frontend.batchdims import dims_between, grown_export, program_shapes
 from stratagem.frontend.export import export_program
 from stratagem.frontend.lower import Lowered, Lowering
 from stratagem.frontend.saved import SavedTensors, record_saved
@@ -90,7 +90,7 @@ def capture_with_exports(module: torch.nn.Module, example_inputs: Any, *, name: 
             by_name = input_sample_dims(program, inputs, sample_dims)
             leaf_dims = _align_to_leaves(inputs, [by_name.get(n) for n in _user_input_names(program)])
             if job is not None and leaf_dims == guess:
-                shapes = _received_shapes(job)
+                shapes = next(job.messages(), None)
         if shapes is not None:
             regrow = partial(_grown_without_caches, module, inputs, leaf_dims)
         elif grown is None:
@@ -127,11 +127,6 @@ def _send_grown_shapes(module: torch.nn.Module, inputs: tuple[Any, ...], dims: l
     send(None if found is None else program_shapes(found))
 
 
-def _received_shapes(job) -> ProgramShapes | None:
-    while not job.ended:
-        for message in job.take(wait=True):
-            return message
-    return None
 
 
 def _grown_without_caches(module: torch.nn.Module, inputs: tuple[Any, ...], dims: list[int | None]) -> Any:

@@ -34,6 +34,7 @@ from torch import fx
 from stratagem.frontend.capture import Captured, caches_off, input_sample_dims, lowered_graph, positional_inputs
 from stratagem.frontend.batchdims import dims_between
 from stratagem.frontend.export import export_program
+from stratagem.frontend.fxnodes import tensor_leaves
 from stratagem.frontend.saved import saved_tensors
 from stratagem.ir import Graph
 
@@ -174,7 +175,7 @@ def _batch_symbol(program: torch.export.ExportedProgram) -> sympy.Symbol | None:
 def _sizes(nodes: Sequence[fx.Node]) -> frozenset[sympy.Expr]:
     found: set[sympy.Expr] = {sympy.Integer(0), sympy.Integer(1)}
     for node in nodes:
-        for t in _tensors(node.meta.get("val")):
+        for t in tensor_leaves(node.meta.get("val")):
             found.update(_expr(x) for x in (*t.shape, *t.stride(), t.storage_offset()))
     return frozenset(found)
 
@@ -240,14 +241,6 @@ def _int_at(expr: sympy.Expr, symbol: sympy.Symbol, batch: int) -> int:
     if not value.is_Integer:
         raise NotExact(str(expr))
     return int(value)
-
-
-def _tensors(value: Any) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _tensors(v)]
-    return []
 
 
 # ---- checks ---------------------------------------------------------------------------------

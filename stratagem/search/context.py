@@ -139,19 +139,24 @@ def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algor
     return plan.with_simulation(result)
 
 
-def plans_shared(ctx: PlanningContext, make: Callable[[T], Plan], items: Sequence[T],
-                 on_plan: Callable[[int, Plan], None] | None = None, workers: int | None = None) -> list[Plan]:
-    """[make(item) for item in items] (each a plan of ctx.graph, priced and simulated), shared
-    among forked workers (stratagem.forked): each plan comes back without its graph, which this
-    process has, and gets it here; `on_plan(i, plan)` sees each as it comes."""
-    def made(item: T) -> Plan:
-        return replace(make(item), graph=None)
+def plans_shared(ctx: PlanningContext, make: Callable[[T], Plan | None], items: Sequence[T],
+                 on_plan: Callable[[int, Plan | None], None] | None = None, workers: int | None = None
+                 ) -> list[Plan | None]:
+    """[make(item) for item in items] (each a plan of ctx.graph, priced and simulated, or None),
+    shared among forked workers (stratagem.forked): each plan comes back without its graph, which
+    this process has, and gets it here; `on_plan(i, plan)` sees each as it comes."""
+    def made(item: T) -> Plan | None:
+        return _graph_set(make(item), None)
 
-    def back(i: int, plan: Plan) -> None:
+    def back(i: int, plan: Plan | None) -> None:
         if on_plan is not None:
-            on_plan(i, replace(plan, graph=ctx.graph))
+            on_plan(i, _graph_set(plan, ctx.graph))
 
-    return [replace(plan, graph=ctx.graph) for plan in shared_map(made, items, back, workers)]
+    return [_graph_set(plan, ctx.graph) for plan in shared_map(made, items, back, workers)]
+
+
+def _graph_set(plan: Plan | None, graph: Graph | None) -> Plan | None:
+    return None if plan is None else replace(plan, graph=graph)
 
 
 def _pipeline_plan(ctx: PlanningContext, strategy: Strategy, algorithm: str,

@@ -25,11 +25,11 @@ from typing import Any
 
 from stratagem.cluster import Cluster
 from stratagem.cost.recompute import blocks
-from stratagem.forked import Background, background, shared_map
+from stratagem.forked import Background, background
 from stratagem.plan import Frontier, Plan
 from stratagem.search import registry
 from stratagem.errors import ConfigError, StratagemError
-from stratagem.search.context import NothingFits, PlanningContext, least_time
+from stratagem.search.context import NothingFits, PlanningContext, least_time, plans_shared
 from stratagem.search.ft_search import FTSearchOptions, frontier
 from stratagem.search.pipeline import in_zoo, pipeline_plans
 from stratagem.search.stopping import Interruption, interruption, marked, marked_frontier, stopped
@@ -161,12 +161,11 @@ def _staged_from(job: Background | None, ctx: PlanningContext, choice: str) -> l
         return staged_plans(ctx, choice)
     opened = 0
     try:
-        while not job.ended:
-            for kind, *args in job.take(wait=True):
-                if kind == "plans":
-                    return args[0]
-                getattr(ctx.progress, kind)(*args)
-                opened += {"phase": 1, "done": -1}.get(kind, 0)
+        for kind, *args in job.messages():
+            if kind == "plans":
+                return args[0]
+            getattr(ctx.progress, kind)(*args)
+            opened += {"phase": 1, "done": -1}.get(kind, 0)
     finally:
         for _ in range(opened):
             ctx.progress.done()
@@ -238,7 +237,7 @@ def _practitioners_fitting(ctx: PlanningContext, why: str = "FT's frontier had n
     with recomputation is priced only where FSDP without does not fit: it runs the same steps
     and a second forward, so it is never the faster of the two."""
     settings = (("fsdp", {"recompute": False}), ("fsdp-tp", {}))
-    plans = shared_map(partial(_practitioners_plan, ctx), settings)          # priced side by side
+    plans = plans_shared(ctx, partial(_practitioners_plan, ctx), settings)      # priced side by side
     if plans[0] is None or plans[0].peak_memory_bytes > ctx.memory_cap_bytes:
         plans.append(_practitioners_plan(ctx, ("fsdp", {"recompute": True})))
     fitting = [p for p in plans if p is not None and p.peak_memory_bytes <= ctx.memory_cap_bytes]
@@ -250,18 +249,16 @@ def _practitioners_fitting(ctx: PlanningContext, why: str = "FT's frontier had n
             "weights sharded" + (", every block recomputed" if best.recompute else "") + "). FT over "
             "sharded weights and recomputation (--option state_sharding=true, recompute=true) may find "
             "a faster one, more slowly")
-    return replace(best, graph=ctx.graph, details={**best.details, "chosen_because": note})
+    return replace(best, details={**best.details, "chosen_because": note})
 
 
 def _practitioners_plan(ctx: PlanningContext, setting: tuple[str, dict]) -> Plan | None:
-    """One practitioners' setting priced (its plan travels between processes without the graph,
-    which it gets back here); None for a graph it does not apply to."""
+    """One practitioners' setting priced; None for a graph it does not apply to."""
     name, options = setting
     try:
-        plan = registry.run(ctx, name, options)
+        return registry.run(ctx, name, options)
     except StratagemError:
         return None
-    return replace(plan, graph=None)
 
 
 def device_counts(cluster: Cluster, start: int = 1, stop: int | None = None) -> list[int]:
