@@ -29,12 +29,13 @@ def simulate(graph, cluster_or_name, strategy, devices: int | None = None, optim
              with_trace: bool = True, precision: str = "fp32"):
     """Simulate one iteration of `strategy` (FlexFlow §5): iteration time, peak memory, trace.
     `devices`: the devices the plan is for (None: those its configurations use); `precision`:
-    fp32 or bf16-mixed."""
+    fp32 or bf16-mixed. Without a trace, one rank stands for each class of devices the strategy
+    treats alike (sim.ranks: the same figures, far fewer tasks on many devices)."""
     check_graph(graph)
     check_strategy(graph, strategy)
     ctx = context(graph, cluster_or_name, _devices_of(strategy) if devices is None else devices, optimizer,
                   precision=precision)
-    simulation = open_simulation(ctx.model, strategy)
+    simulation = open_simulation(ctx.model, strategy, representative=not with_trace)
     simulation.run()
     return simulation.result(with_trace)
 

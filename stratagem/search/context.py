@@ -118,7 +118,7 @@ def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algor
         return _pipeline_plan(ctx, chosen, algorithm, details)
     terms = tuple(transient_terms(ctx.model, chosen))        # T(S)'s terms, read three times below
     mem, time = additive_cost(ctx.model, chosen, terms)
-    simulation = Simulation(ctx.model, chosen)
+    simulation = Simulation(ctx.model, chosen, representative=True)
     result = simulation.run()
     details = dict(details or {})
     gap = memory_gap_note(ctx.model, chosen, mem, simulation, result.peak_memory_bytes, terms)
@@ -163,7 +163,7 @@ def _pipeline_plan(ctx: PlanningContext, strategy: Strategy, algorithm: str,
                    details: Mapping[str, Any] | None) -> Plan:
     """A plan with stages, simulated (sim.pipeline). Eq. 3 prices one step on every device, not a
     schedule: such a plan records its simulated costs as its additive ones, and says so."""
-    simulation = PipelineSimulation(ctx.model, strategy)
+    simulation = PipelineSimulation(ctx.model, strategy, representative=True)
     result = simulation.run()
     pipe, run = strategy.pipeline, simulation.schedule_run
     details = dict(details or {})

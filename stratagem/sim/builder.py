@@ -23,8 +23,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from stratagem.collection import fewer_collections
+from stratagem.errors import StratagemError
 from stratagem.sim import lifetimes, producers
 from stratagem.sim.memory import BufferSet, live_bytes_by_set, peak_memory, peak_memory_and_instants
+from stratagem.sim.ranks import DeviceClasses, PartClass, classes_of
 from stratagem.sim.state import SimState
 from stratagem.sim.trace import TraceTask, chrome_trace
 from stratagem.space import Configuration, Strategy, check_strategy, reuse_of
@@ -49,21 +51,37 @@ class SimulationResult:
     communication_time_s: float           # sum of communication task durations
     communication_bytes: float            # bytes moved by all communication steps
     utilization: tuple[float, ...]        # per device: compute busy time / iteration time
-    num_tasks: int
+    num_tasks: int                        # the iteration's tasks (a compute task per device)
     trace_tasks: tuple[TraceTask, ...] = field(default=(), repr=False)
     resource_names: tuple[str, ...] = field(default=(), repr=False)
     resource_groups: tuple[str, ...] = field(default=(), repr=False)
+    simulated_tasks: int | None = None    # the tasks simulated: fewer with representative ranks (sim.ranks)
 
     def chrome_trace(self) -> dict:
         return chrome_trace(self.trace_tasks, self.resource_names, self.resource_groups)
 
 
 class Simulation:
-    def __init__(self, model, strategy: Strategy | Mapping[str, Configuration]):
+    """One iteration of `strategy`, simulated. `representative`: one rank per class of devices the
+    strategy treats alike (sim.ranks; the same times, peaks and busy times, with a task per class
+    instead of per device), falling back to every device where a step holds part of a class; such
+    a simulation gives no per-device trace and takes no delta edits."""
+
+    def __init__(self, model, strategy: Strategy | Mapping[str, Configuration], representative: bool = False):
         check_strategy(model.graph, strategy)
         self.model, self.graph, self.cluster = model, model.graph, model.cluster
-        self.state = SimState(model, strategy, reuse_of(strategy))
         self.num_devices = self.cluster.num_devices
+        classes = classes_of((c.devices for c in strategy.values()), self.num_devices) if representative else None
+        if classes is not None and classes.count == self.num_devices:
+            classes = None
+        try:
+            self._build(strategy, classes)
+        except PartClass:
+            self._build(strategy, None)
+        self.representative = not self.state.classes.every
+
+    def _build(self, strategy, classes: DeviceClasses | None) -> None:
+        self.state = SimState(self.model, strategy, reuse_of(strategy), classes)
         self.op_buffers: dict[str, BufferSet] = {}
         self.edge_buffers: dict[int, BufferSet] = {}
         self._simulated = False
@@ -120,6 +138,10 @@ class Simulation:
     def edit(self, op: str, config: Configuration) -> None:
         """Replace `op`'s tasks and its edges' for a new configuration, without simulating;
         the next `store.update()` (or `change`) re-simulates every edit since the last one."""
+        if self.representative:
+            raise StratagemError("a simulation with representative ranks takes no delta edits",
+                                 expected="Simulation(model, strategy) (every device)", got="representative=True",
+                                 hint="an edit can change which devices are alike; build it over every device")
         if not self._simulated:
             self.run()
         self.model.op_cost(op, config)      # validates the configuration before any edit
@@ -155,9 +177,11 @@ class Simulation:
         return self.result()
 
     def _peaks(self):
+        """Peak bytes per device."""
         sets = list(self.op_buffers.values()) + list(self.edge_buffers.values())
         n = self.store.n
-        return peak_memory(sets, self.store.start[:n], self.store.end[:n], self.num_devices)
+        classes = self.state.classes
+        return classes.expand(peak_memory(sets, self.store.start[:n], self.store.end[:n], classes.count))
 
     def peak_breakdown(self, top: int = 8) -> PeakBreakdown:
         """The busiest device's peak: its instant, the task running then, and the `top` ops and
@@ -167,14 +191,15 @@ class Simulation:
         n = self.store.n
         start, end = self.store.start[:n], self.store.end[:n]
         sets = list(self.op_buffers.values()) + list(self.edge_buffers.values())
-        peaks, instants = peak_memory_and_instants(sets, start, end, self.num_devices)
-        device = int(np.argmax(peaks))
-        instant = float(instants[device])
+        classes = self.state.classes
+        peaks, instants = peak_memory_and_instants(sets, start, end, classes.count)
+        simulated = int(np.argmax(peaks))                  # a class's first device: the first device at the peak
+        instant = float(instants[simulated])
         holders = list(self.op_buffers) + list(self.edge_buffers)       # op names, then edge indices
-        live = live_bytes_by_set(sets, start, end, device, instant)
+        live = live_bytes_by_set(sets, start, end, simulated, instant)
         most = sorted(range(len(holders)), key=lambda i: -live[i])[:top]     # stable: ties in holder order
-        return PeakBreakdown(device, float(peaks[device]), instant,
-                             self.state.tasks.running_at(device, instant),
+        return PeakBreakdown(classes.bounds[simulated], float(peaks[simulated]), instant,
+                             self.state.tasks.running_at(simulated, instant),
                              tuple((self._holder_name(holders[i]), float(live[i])) for i in most if live[i] > 0))
 
     def _holder_name(self, holder: str | int) -> str:
@@ -182,18 +207,24 @@ class Simulation:
         return holder if isinstance(holder, str) else str(self.state.edges[holder])
 
     def result(self, with_trace: bool = False) -> SimulationResult:
+        if with_trace and self.representative:
+            raise StratagemError("a simulation with representative ranks has no per-device trace",
+                                 expected="Simulation(model, strategy) (every device) for a trace",
+                                 got="representative=True")
         tasks = self.state.tasks
         makespan = self.store.makespan()
         peaks = self._peaks()
         busy, comm_time, comm_bytes = tasks.totals()
+        busy = self.state.classes.expand(busy)
         utilization = tuple(float(b / makespan) if makespan else 0.0 for b in busy)
         trace = tuple(tasks.trace_tasks()) if with_trace else ()
         return SimulationResult(makespan, float(peaks.max()), tuple(float(p) for p in peaks),
-                                float(busy.max()), comm_time, comm_bytes, utilization, len(self.store.live),
-                                trace, tasks.resource_names(), tasks.resource_groups())
+                                float(busy.max()), comm_time, comm_bytes, utilization, tasks.represented(),
+                                trace, tasks.resource_names(), tasks.resource_groups(),
+                                simulated_tasks=len(self.store.live))
 
 
 def simulate(model, strategy: Mapping[str, Configuration], with_trace: bool = False) -> SimulationResult:
-    sim = Simulation(model, strategy)
+    sim = Simulation(model, strategy, representative=not with_trace)
     sim.run()
     return sim.result(with_trace)

@@ -48,7 +48,7 @@ def op_buffers(state: SimState, name: str) -> BufferSet:
                 _output_users(state, name, t)) for t in (() if aliased else op.outputs)]
     recomputed = _recomputed_sizes(state, name)
     forward, backward = tasks["F"], tasks["B"]
-    found = BufferColumns(config.devices)
+    found = BufferColumns(state.devices_of(name))
     if resident:
         found.add(resident, None)
     _add_weight_copies(found, cost.weight_copies, tasks)
@@ -106,7 +106,7 @@ def edge_buffers(state: SimState, k: int) -> BufferSet:
     viewed = view_source(state, e.dst_op) == k
     view_users = _output_users(state, e.dst_op, state.graph.op(e.dst_op).outputs[0]) if viewed else None
     until = tasks["B"] if kept else tasks["F"]
-    found = BufferColumns(dst.devices)
+    found = BufferColumns(state.devices_of(e.dst_op))
     if viewed:
         found.add_users(size, fwd[0], np.concatenate([task_ids(until).reshape(-1, 1), view_users], axis=1))
     else:
@@ -158,8 +158,8 @@ def _recomputation_starts(state: SimState, name: str) -> list[int]:
     own = state.op_tasks[name]["B"]
     if last not in state.op_tasks:
         return list(own)
-    theirs, tasks = state.strategy[last].devices, state.op_tasks[last]["B"]
-    return [tasks[d - theirs.start] if d in theirs else b for d, b in zip(state.strategy[name].devices, own)]
+    theirs, tasks = state.devices_of(last), state.op_tasks[last]["B"]
+    return [tasks[d - theirs.start] if d in theirs else b for d, b in zip(state.devices_of(name), own)]
 
 
 def view_source(state: SimState, name: str) -> int | None:
@@ -179,7 +179,7 @@ def _output_users(state: SimState, name: str, tensor: str) -> np.ndarray:
     """The tasks that need name's shard of `tensor`, per device of `name` (a row each, by index;
     -1 where a column has no task there): forward readers, backward of whoever keeps it, and the
     users of every view that aliases it, in that order."""
-    devices = state.strategy[name].devices
+    devices = state.devices_of(name)
     columns: list[np.ndarray] = []
     out = [k for k in state.edges_of.get(name, ())
            if state.edges[k].src_op == name and state.edges[k].tensor == tensor]
@@ -208,7 +208,7 @@ def _output_users(state: SimState, name: str, tensor: str) -> np.ndarray:
 
 def _on_shared_devices(state: SimState, devices: range, other: str, kind: str) -> np.ndarray:
     """One column: other's task of `kind` on each of `devices` where `other` runs there, else -1."""
-    theirs = state.strategy[other].devices
+    theirs = state.devices_of(other)
     column = np.full((len(devices), 1), -1, dtype=np.int64)
     lo, hi = max(devices.start, theirs.start), min(devices.stop, theirs.stop)
     if lo < hi:
@@ -219,7 +219,7 @@ def _on_shared_devices(state: SimState, devices: range, other: str, kind: str) -
 
 def _view_users(state: SimState, devices: range, view: str) -> np.ndarray:
     """The users of a view's output, as columns over `devices` (-1 where the view does not run)."""
-    theirs = state.strategy[view].devices
+    theirs = state.devices_of(view)
     view_users = _output_users(state, view, state.graph.op(view).outputs[0])
     columns = np.full((len(devices), view_users.shape[1]), -1, dtype=np.int64)
     lo, hi = max(devices.start, theirs.start), min(devices.stop, theirs.stop)
@@ -251,7 +251,7 @@ def _slice_buffers(state: SimState, k: int) -> BufferSet:
     spec = state.graph.tensors[e.tensor]
     local = state.model.input_layout(e.dst_op, dst, q.inputs.index(e.tensor)).local_num_elements(spec.shape)
     tasks = state.op_tasks[e.dst_op]
-    found = BufferColumns(dst.devices)
+    found = BufferColumns(state.devices_of(e.dst_op))
     found.add(local * dtype_bytes(spec.dtype), tasks["F"], tasks["B"])
     return found.done()
 

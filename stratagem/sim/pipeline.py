@@ -41,13 +41,15 @@ from stratagem.space import Configuration, Strategy, check_pipeline, pipeline_of
 
 
 class PipelineSimulation:
-    def __init__(self, model, strategy: Strategy):
+    def __init__(self, model, strategy: Strategy, representative: bool = False):
+        """`representative`: the micro-batch's timeline with one rank per class of devices alike
+        (sim.ranks; no `change` then)."""
         self.pipeline = pipeline_of(strategy)
         check_pipeline(model.graph, strategy, self.pipeline, model.num_devices)
         self.model, self.graph = model, model.graph
         self.stage = stage_of(self.graph, self.pipeline)
         self.blocks = self.pipeline.stage_devices(model.num_devices)
-        self.inner = Simulation(model, strategy)
+        self.inner = Simulation(model, strategy, representative)
         self._once_a_step_apart()
         self._run: ScheduleRun | None = None
         self._one: SimulationResult | None = None       # the one micro-batch's, of the current timeline
@@ -181,7 +183,7 @@ class PipelineSimulation:
             one.communication_bytes * m, tuple(c / iteration if iteration else 0.0 for c in compute),
             one.num_tasks * m, self._trace(run) if with_trace else (),
             tuple(f"stage {s} (devices {b.start}-{b.stop - 1})" for s, b in enumerate(self.blocks)),
-            tuple("stages" for _ in self.blocks))
+            tuple("stages" for _ in self.blocks), simulated_tasks=one.simulated_tasks)
 
     def _trace(self, run: ScheduleRun) -> tuple[TraceTask, ...]:
         tasks = [TraceTask(f"{a.kind}{a.micro_batch}", "forward" if a.kind == "F" else "backward", (a.stage,),
@@ -193,8 +195,9 @@ class PipelineSimulation:
         return tuple(tasks)
 
 
-def open_simulation(model, strategy: Strategy | Mapping[str, Configuration]):
-    """The simulation of `strategy`: of its pipeline when it has stages, else of its one step."""
+def open_simulation(model, strategy: Strategy | Mapping[str, Configuration], representative: bool = False):
+    """The simulation of `strategy`: of its pipeline when it has stages, else of its one step;
+    `representative`: one rank per class of devices alike (sim.ranks)."""
     if pipeline_of(strategy) is not None:
-        return PipelineSimulation(model, strategy)
-    return Simulation(model, strategy)
+        return PipelineSimulation(model, strategy, representative)
+    return Simulation(model, strategy, representative)

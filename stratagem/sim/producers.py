@@ -35,7 +35,7 @@ from stratagem.sim.taskgraph import TaskMeta
 
 def add_op(state: SimState, name: str) -> None:
     config = state.strategy[name]
-    devices = config.devices
+    devices = state.devices_of(name)
     cost = state.model.op_cost(name, config)
     graph = state.tasks
     tasks: dict[str, list[int]] = {"F": [], "B": [], "U": [], "sync": [], "G": [], "BG": []}
@@ -117,12 +117,12 @@ def bridge(state: SimState, name: str, device: int) -> None:
 
 
 def _task_on(state: SimState, name: str, kind: str, device: int) -> int:
-    return state.op_tasks[name][kind][device - state.strategy[name].devices.start]
+    return state.op_tasks[name][kind][device - state.devices_of(name).start]
 
 
 def _tasks_on(state: SimState, name: str, kind: str, devices: range) -> list[int]:
     """`_task_on` for each of `devices` (a range inside `name`'s devices)."""
-    first = state.strategy[name].devices.start
+    first = state.devices_of(name).start
     return state.op_tasks[name][kind][devices.start - first: devices.stop - first]
 
 
@@ -180,7 +180,7 @@ def _wire_by_device(state: SimState, after: str, after_kind: str, before: str, b
     """Each task of `after` (of that kind) after the task of `before` on its device, or, where
     `before` does not run there, after all of `before`'s."""
     targets, sources = state.op_tasks[after][after_kind], state.op_tasks[before][before_kind]
-    mine, theirs = state.strategy[after].devices, state.strategy[before].devices
+    mine, theirs = state.devices_of(after), state.devices_of(before)
     both = range(max(mine.start, theirs.start), min(mine.stop, theirs.stop))
     store = state.tasks
     elsewhere = mine

@@ -14,14 +14,18 @@ from collections.abc import Mapping
 from stratagem.cost.edgecost import is_weight_edge
 from stratagem.cost.memory import saved_tensors
 from stratagem.sim.keys import structural_key
+from stratagem.sim.ranks import DeviceClasses, every_device
 from stratagem.sim.taskgraph import TaskGraph
 from stratagem.space import Configuration, Edge, check_reuse
 
 
 class SimState:
-    def __init__(self, model, strategy: Mapping[str, Configuration], reuse: Mapping[Edge, str]):
+    def __init__(self, model, strategy: Mapping[str, Configuration], reuse: Mapping[Edge, str],
+                 classes: DeviceClasses | None = None):
         self.model, self.graph = model, model.graph
         self.strategy = dict(strategy)          # per op; delta simulation edits it
+        # the simulated "devices": classes of devices (sim.ranks), by default every device its own
+        self.classes = classes or every_device(model.cluster.num_devices)
         self.reuse = dict(reuse)
         self.position = {op.name: i for i, op in enumerate(self.graph.ops)}
         self.viewed = model.viewed_inputs
@@ -34,15 +38,20 @@ class SimState:
             for end in (e.src_op, e.dst_op):
                 if end is not None:
                     self.edges_of.setdefault(end, []).append(k)
-        self.tasks = TaskGraph(model.cluster)
+        self.tasks = TaskGraph(model.cluster, self.classes)
         self.op_tasks: dict[str, dict[str, list[int]]] = {}     # op -> {"F", "B", "U", "sync"} -> tasks
         self.edge_tasks: dict[int, dict[str, list[int]]] = {}   # edge -> {"fwd", "bwd"} -> step tasks
+
+    def devices_of(self, name: str) -> range:
+        """The simulated devices of `name`'s configuration: its devices, or the classes of devices
+        they are made of (sim.ranks)."""
+        return self.classes.of_range(self.strategy[name].devices)
 
     def previous_on(self, name: str, device: int) -> str | None:
         """The op before `name` in program order (graph order) that runs on `device`, or None."""
         ops = self.graph.ops
         for i in range(self.position[name] - 1, -1, -1):
-            if device in self.strategy[ops[i].name].devices:
+            if device in self.devices_of(ops[i].name):
                 return ops[i].name
         return None
 
@@ -50,7 +59,7 @@ class SimState:
         """The op after `name` in program order that runs on `device`, or None."""
         ops = self.graph.ops
         for i in range(self.position[name] + 1, len(ops)):
-            if device in self.strategy[ops[i].name].devices:
+            if device in self.devices_of(ops[i].name):
                 return ops[i].name
         return None
 
@@ -58,11 +67,11 @@ class SimState:
         """The op before (step -1) or after (step +1) `name` in program order on each of its
         devices, as (that op, the devices of `name` on which it is the one) pieces; devices with
         none are left out. `previous_on` / `next_on` for all of name's devices at once."""
-        ops, strategy = self.graph.ops, self.strategy
-        left, found = [strategy[name].devices], []
+        ops = self.graph.ops
+        left, found = [self.devices_of(name)], []
         i = self.position[name] + step
         while left and 0 <= i < len(ops):
-            other = strategy[ops[i].name].devices
+            other = self.devices_of(ops[i].name)
             rest = []
             for piece in left:
                 lo, hi = max(piece.start, other.start), min(piece.stop, other.stop)
@@ -81,14 +90,9 @@ class SimState:
         an op's inputs right before running it)."""
         found = []
         for before, devices in self.neighbours(name, -1):
-            tasks, first = self.op_tasks[before]["F"], self.strategy[before].devices.start
+            tasks, first = self.op_tasks[before]["F"], self.devices_of(before).start
             found += tasks[devices.start - first: devices.stop - first]
         return found
-
-    def on_device(self, name: str, device: int) -> list[int]:
-        """[i] when `device` is the i-th of `name`'s devices (its tasks' index there), else []."""
-        devices = self.strategy[name].devices
-        return [device - devices.start] if device in devices else []
 
     def key(self, phase: int, op: str, slot: int, sub: int) -> int:
         return structural_key(phase, self.position[op], len(self.graph.ops), slot, sub)

@@ -126,8 +126,9 @@ class _Pending:
 
 
 class TaskGraph:
-    def __init__(self, cluster):
+    def __init__(self, cluster, classes):
         self.cluster = cluster
+        self.classes = classes                  # the simulated devices are these classes (sim.ranks)
         self.num_devices = cluster.num_devices
         self.num_resources = self.num_devices + len(cluster.links)
         self._store: TaskStore | None = None
@@ -216,7 +217,7 @@ class TaskGraph:
 
     def step_resources(self, step) -> tuple[int, ...]:
         """The resources a communication step's task holds: the links its groups use, and their
-        devices when a rank waits for its collectives (`blocking`)."""
+        devices (their classes) when a rank waits for its collectives (`blocking`)."""
         key = (step.kind, step.groups)
         if key not in self._links:
             links: set[int] = set()
@@ -226,7 +227,7 @@ class TaskGraph:
                 for src, dst in pairs:
                     if src != dst:
                         links.update(self.cluster.route_ids(src, dst))
-            devices = sorted({d for group in step.groups for d in group}) if self.blocking else []
+            devices = self.classes.of_devices({d for group in step.groups for d in group}) if self.blocking else []
             self._links[key] = tuple(devices) + tuple(sorted(self.num_devices + link for link in links))
         return self._links[key]
 
@@ -240,6 +241,16 @@ class TaskGraph:
         compute = category < COMPUTE
         busy = np.bincount(devices[live][compute], weights=duration[compute], minlength=self.num_devices)
         return busy, float(duration[~compute].sum()), float(moved[live][~compute].sum())
+
+    def represented(self) -> int:
+        """The iteration's tasks: a compute task per device of its class (sim.ranks), and every
+        communication task once."""
+        live = self.store.live
+        if self.classes.every:
+            return len(live)
+        categories, devices, _ = self._described()
+        compute = categories[live] < COMPUTE
+        return int(self.classes.sizes[devices[live][compute]].sum()) + int((~compute).sum())
 
     def running_at(self, device: int, time_s: float) -> str:
         """The label of the compute task on `device` at `time_s`, else of the next one to start

@@ -132,3 +132,17 @@ def test_the_public_simulate_runs_the_schedule_of_a_strategy_with_stages():
     expected = PipelineSimulation(ctx.model, strategy).run()
     assert result.iteration_time_s == pytest.approx(expected.iteration_time_s, rel=1e-12)
     assert {t.label for t in result.trace_tasks} >= {"F0", "F3", "B0", "B3"}
+
+
+@pytest.mark.parametrize("stages", [2, 4])
+@pytest.mark.parametrize("tensor", [False, True])
+def test_a_representative_rank_per_class_gives_the_same_pipeline(stages, tensor):
+    """The micro-batch's timeline with one rank per class of devices alike (sim.ranks): the
+    schedule, its result and stage times as over every device."""
+    ctx, strategy = pipeline_strategy(2, stages, "1f1b", tensor)
+    full, rep = PipelineSimulation(ctx.model, strategy), PipelineSimulation(ctx.model, strategy, representative=True)
+    a, b = full.run(), rep.run()
+    assert replace(b, simulated_tasks=None) == replace(a, simulated_tasks=None)
+    assert rep.stage_times() == full.stage_times()
+    if rep.inner.representative:
+        assert b.simulated_tasks < a.simulated_tasks
