@@ -2,6 +2,7 @@
 
     simulation = replay(plan)                 # Simulation (PipelineSimulation for stages), run
     simulation = replay(plan, cluster="x.yaml")
+    simulation = replay(plan, representative=True)   # one rank per class of devices alike (sim.ranks)
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ def model_of(plan: Plan, cluster: str | None = None):
                    recompute=plan.recompute).model
 
 
-def replay(plan: Plan, cluster: str | None = None):
-    simulation = open_simulation(model_of(plan, cluster), plan.strategy)
+def replay(plan: Plan, cluster: str | None = None, representative: bool = False):
+    simulation = open_simulation(model_of(plan, cluster), plan.strategy, representative)
     simulation.run()
     return simulation

@@ -47,6 +47,6 @@ class SimulationReport:
 
 
 def simulate_plan(plan: Plan, cluster: str | None = None, with_trace: bool = False) -> SimulationReport:
-    simulation = replay(plan, cluster)
+    simulation = replay(plan, cluster, representative=not with_trace)
     return SimulationReport(plan, cluster or plan.cluster, simulation.result(with_trace),
                             getattr(simulation, "schedule_run", None))

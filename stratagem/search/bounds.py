@@ -47,7 +47,8 @@ lower bound on the makespan T of every completion:
           bound's lower bounds on the end of the op's backward). Proof: Jackson's one-machine
           relaxation: those tasks start at >= h and run one at a time on r; the last to finish
           ends at >= h + the sum, and its op's update follows.         `Bounds.sync_queues`
-The bound is the largest of the five. Peak memory has one too: the resident bytes (weights,
+The bound is the largest of the five. For a complete strategy (without stages) the busy bound alone
+is `busy_bound`: the planner simulates only the frontier points it does not rule out (ft_search). Peak memory has one too: the resident bytes (weights,
 gradients, optimizer state) of fixed ops on a device are live all iteration, so a device whose
 resident bytes exceed the cap makes every completion infeasible (`Bounds.resident`).
 """
@@ -57,6 +58,8 @@ from __future__ import annotations
 import numpy as np
 
 from stratagem.search.choices import ChoiceSpace
+from stratagem.sim.ranks import every_device
+from stratagem.sim.taskgraph import TaskGraph
 
 
 class Bounds:
@@ -306,3 +309,37 @@ class Bounds:
 
 
 __all__ = ["Bounds"]
+
+
+def busy_bound(model, strategy) -> float:
+    """The busy bound of a complete strategy without stages: the most time any device or link
+    spends on the tasks the simulator gives it (F, B, U on each device of every op's
+    configuration; its gathers, again for backward where it re-gathers, and gradient syncs; every
+    edge's forward re-scheduling steps and, from a producer, its backward ones; each on the
+    resources `TaskGraph.step_resources` says it holds). The simulated iteration time is at least
+    this, up to the rounding of adding the same durations in another order."""
+    tasks = TaskGraph(model.cluster, every_device(model.cluster.num_devices))
+    busy = np.zeros(tasks.num_resources)
+    held: dict[tuple, np.ndarray] = {}
+
+    def add(steps) -> None:
+        for step in steps:
+            key = (step.kind, step.groups)
+            if key not in held:
+                held[key] = np.asarray(tasks.step_resources(step), dtype=np.int64)
+            busy[held[key]] += step.time_s
+
+    for op, config in strategy.items():
+        cost = model.op_cost(op, config)
+        busy[config.devices.start:config.devices.stop] += \
+            cost.forward_time_s + cost.backward_time_s + cost.update_time_s
+        add(cost.gather)
+        if cost.regather:
+            add(cost.gather)
+        add(cost.sync)
+    for edge in model.edges():
+        cost = model.edge_cost_in(edge, strategy)
+        add(cost.forward_steps)
+        if edge.src_op is not None:
+            add(cost.backward_steps)
+    return float(busy.max()) if len(busy) else 0.0

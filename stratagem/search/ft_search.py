@@ -5,7 +5,10 @@
     FT             search.ft over the space's cost problem, on peak memory (search.ft_peak: one pass
                    per threshold on the largest transient term); when hubs were fixed heuristically,
                    a second run fixes them as data parallel has them and the union's frontier is kept
-    plans          every point unrolled to a strategy and simulated (context.make_plan)
+    plans          every point unrolled to a strategy and simulated (context.make_plan); asked for
+                   the least time under a memory cap only (`least_time_under`), the points in
+                   order of FT's time, each simulated unless its busy bound (search.bounds) exceeds
+                   the simulated time of a plan that fits: it could not be chosen
     alternatives   data parallel, simulated, when it lies in the space: FT picks by additive costs,
                    so the modes weigh it beside the frontier (priced before FT runs)
     progress       phases told to ctx.progress: cost tables, each FT pass's eliminations, the
@@ -14,11 +17,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from stratagem.collection import fewer_collections
 from stratagem.plan import Frontier, Plan
+from stratagem.search.bounds import busy_bound
 from stratagem.search.context import PlanningContext, make_plan, plans_shared, recomputing, runnable_space
 from stratagem.search.ft import FTOptions, FTPoint, FTResult, Memo, merged
 from stratagem.search.ft_peak import peak_frontier_tracking
@@ -36,6 +41,11 @@ from stratagem.space import Configuration, SpaceOptions
 # top pass and three below the largest transient levels; the Transformer at 16 has 16 or more).
 # FTOptions() is exact; the frontier records which it used.
 PLANNER_FT = FTOptions(max_width=16, hub_span=24, peak_passes=4)
+
+# A busy bound and a simulated time add the same durations in other orders: two sums of at most
+# n <= 4.5 M terms differ by at most 2 n 2^-53 < 1e-9 of their size. A point is ruled out only
+# past that.
+ROUNDING = 1e-9
 
 
 @dataclass(frozen=True)
@@ -60,15 +70,18 @@ class FTSearchOptions:
         return replace(space, state_sharding=True) if self.state_sharding else space
 
 
-def frontier(ctx: PlanningContext, options: FTSearchOptions = FTSearchOptions()) -> Frontier:
+def frontier(ctx: PlanningContext, options: FTSearchOptions = FTSearchOptions(),
+             least_time_under: float | None = None) -> Frontier:
     """The (peak memory, iteration time) frontier by Frontier Tracking (TensorOpt §3). Stopped by
     Ctrl-C (search.stopping): the points of the passes done, as many as were simulated; before FT
-    has any, the alternatives it priced first (data parallel)."""
+    has any, the alternatives it priced first (data parallel). `least_time_under` (a memory cap
+    in bytes): only what choosing the least simulated time under it needs, the points that could
+    be that plan (the others are left out, and the frontier's details count them)."""
     with fewer_collections():
-        return _frontier(ctx, options)
+        return _frontier(ctx, options, least_time_under)
 
 
-def _frontier(ctx: PlanningContext, options: FTSearchOptions) -> Frontier:
+def _frontier(ctx: PlanningContext, options: FTSearchOptions, least_time_under: float | None) -> Frontier:
     if options.recompute and not ctx.model.recompute:
         ctx = recomputing(ctx)
     try:
@@ -82,14 +95,19 @@ def _frontier(ctx: PlanningContext, options: FTSearchOptions) -> Frontier:
         return _fallback(ctx, alternatives, "FT's first pass (eliminations)")
     fixes = [{"op": search_space.groups[f.node].anchor, "config": _fixed_config(search_space, f),
               "reason": f.reason} for f in result.heuristic_fixes]
-    plans, simulation_stopped = _simulated(ctx, search_space, result, fixes)
+    plans, simulation_stopped, ruled_out = _simulated(ctx, search_space, result, fixes, least_time_under,
+                                                      alternatives)
     if not plans:
         return _fallback(ctx, alternatives, "simulating frontier points")
     stats = dict(result.stats, groups=len(search_space.groups),
                  configs_per_group=max(len(c) for c in search_space.configs),
                  exact=bool(result.stats.get("exact")) and not fixes, max_width=options.ft.max_width,
                  hub_span=options.ft.hub_span, peak_passes=options.ft.peak_passes)
-    front = Frontier(plans, {"algorithm": "ft", "stats": stats, "heuristic_fixes": fixes}, alternatives)
+    details = {"algorithm": "ft", "stats": stats, "heuristic_fixes": fixes}
+    if ruled_out:
+        details["ruled_out"] = {"points": ruled_out, "memory_cap_bytes": least_time_under,
+                                "why": "not simulated: busy bound above the simulated time of a plan that fits"}
+    front = Frontier(plans, details, alternatives)
     also = ", and data parallel" if alternatives else ""
     if simulation_stopped:
         return marked_frontier(front, Interruption("simulating frontier points", f"the {len(plans)} of "
@@ -120,26 +138,50 @@ def _tracked(ctx: PlanningContext, search_space: SearchSpace, ft_options: FTOpti
     return merged(result, second)
 
 
-def _simulated(ctx: PlanningContext, search_space: SearchSpace, result: FTResult, fixes: list
-               ) -> tuple[list[Plan], bool]:
-    """Every point unrolled to a strategy and simulated: (the plans, whether a Ctrl-C stopped it)."""
+def _simulated(ctx: PlanningContext, search_space: SearchSpace, result: FTResult, fixes: list,
+               least_time_under: float | None = None, alternatives: Sequence[Plan] = ()
+               ) -> tuple[list[Plan], bool, int]:
+    """The points unrolled to strategies and simulated: (the plans, whether a Ctrl-C stopped it,
+    how many were ruled out). With `least_time_under`, in order of FT's time, a point whose busy
+    bound exceeds the simulated time of a plan that fits the cap (an alternative, or a point
+    simulated before it in this process or, in the planner's, in any) is left out: its simulated
+    time would exceed that plan's, so it could not be the least time under the cap."""
     details = {"heuristic_fixes": fixes} if fixes else None
+    order = sorted(range(len(result.points)), key=lambda i: result.points[i].time) \
+        if least_time_under is not None else list(range(len(result.points)))
+    points = [result.points[i] for i in order]
+    fastest = [min((p.iteration_time_s for p in alternatives if _fits(p, least_time_under)), default=math.inf)]
 
-    def simulated(point: FTPoint) -> Plan:
+    def simulated(point: FTPoint) -> Plan | None:
         strategy, reuse = search_space.strategy(point.assignment, point.options)
-        return make_plan(ctx, strategy, "ft", _non_default(ctx, strategy, reuse), details)
+        if least_time_under is not None and busy_bound(ctx.model, strategy) > fastest[0] * (1 + ROUNDING):
+            return None
+        plan = make_plan(ctx, strategy, "ft", _non_default(ctx, strategy, reuse), details)
+        if _fits(plan, least_time_under):
+            fastest[0] = min(fastest[0], plan.iteration_time_s)
+        return plan
 
-    done: dict[int, Plan] = {}
+    done: dict[int, Plan | None] = {}
 
-    def arrived(i: int, plan: Plan) -> None:
+    def arrived(i: int, plan: Plan | None) -> None:
         done[i] = plan
+        if plan is not None and _fits(plan, least_time_under):
+            fastest[0] = min(fastest[0], plan.iteration_time_s)
         ctx.progress.advance()
 
-    with phase(ctx.progress, "simulating frontier points", len(result.points)):
+    with phase(ctx.progress, "simulating frontier points", len(points)):
         try:
-            return plans_shared(ctx, simulated, result.points, arrived), False
+            found = plans_shared(ctx, simulated, points, arrived)
+            stopped = False
         except KeyboardInterrupt:
-            return [done[i] for i in sorted(done)], True
+            found, stopped = [done.get(i) for i in range(len(points))], True
+    in_order = sorted(range(len(points)), key=lambda k: order[k])        # FT's order of its points
+    plans = [found[k] for k in in_order if found[k] is not None]
+    return plans, stopped, 0 if stopped else len(found) - len(plans)
+
+
+def _fits(plan: Plan, memory_cap_bytes: float | None) -> bool:
+    return memory_cap_bytes is not None and plan.peak_memory_bytes <= memory_cap_bytes
 
 
 def _priced_alternatives(ctx: PlanningContext, search_space: SearchSpace, options: FTSearchOptions) -> list[Plan]:

@@ -11,7 +11,8 @@
     profiling          {device count: (plan, fits)}
 
 Modes choose by the simulated time and peak memory, which are what a plan will do; the additive
-(Eq. 3) costs stay on each plan beside them. A search stopped by Ctrl-C (search.stopping) runs no
+(Eq. 3) costs stay on each plan beside them. To choose the least time under the cap, FT's points
+that provably cannot be it are not simulated (ft_search: a busy bound above a fitting plan's time). A search stopped by Ctrl-C (search.stopping) runs no
 further: each mode chooses among the plans found so far, and the plan it returns says so.
 """
 
@@ -63,7 +64,7 @@ def least_time_ft(ctx: PlanningContext, options: Any = None) -> Plan:
     plan seen (`leanest`). Stopped by Ctrl-C (search.stopping), no further search runs: the
     plan chosen from what was found, or NothingFits with the leanest plan, marked."""
     chosen = registry.make_options("ft", options)
-    front = frontier_and_stages(ctx, chosen, chosen.pipeline)
+    front = frontier_and_stages(ctx, chosen, chosen.pipeline, least_time_under=ctx.memory_cap_bytes)
     try:
         best = mini_time(front, ctx.memory_cap_bytes)
     except NothingFits as refusal:
@@ -92,7 +93,7 @@ def _saving_memory(ctx: PlanningContext, chosen: Any, failed: NothingFits) -> Pl
     if not chosen.recompute:
         tries.append(replace(tries[-1] if tries else chosen, recompute=True))
     for options_tried in tries:
-        front = frontier(ctx, options_tried)
+        front = frontier(ctx, options_tried, least_time_under=ctx.memory_cap_bytes)
         try:
             return mini_time(front, ctx.memory_cap_bytes)
         except NothingFits as refusal:
@@ -136,15 +137,16 @@ def staged_plans(ctx: PlanningContext, choice: str = "auto") -> list[Plan]:
         return []
 
 
-def frontier_and_stages(ctx: PlanningContext, options: Any = None, choice: str = "auto") -> Frontier:
-    """frontier_with_stages(ctx, frontier(ctx, options), choice), the pipeline search (which does
-    not need FT's frontier) run meanwhile in a forked worker where there is a second CPU
-    (stratagem.forked.background; its progress is shown once FT is done)."""
+def frontier_and_stages(ctx: PlanningContext, options: Any = None, choice: str = "auto",
+                        least_time_under: float | None = None) -> Frontier:
+    """frontier_with_stages(ctx, frontier(ctx, options, least_time_under), choice), the pipeline
+    search (which does not need FT's frontier) run meanwhile in a forked worker where there is a
+    second CPU (stratagem.forked.background; its progress is shown once FT is done)."""
     options = options if options is not None else FTSearchOptions()
     if not weighs_stages(ctx, choice):
-        return frontier(ctx, options)
+        return frontier(ctx, options, least_time_under)
     with background(partial(_staged_in_worker, ctx, choice)) as job:
-        front = frontier(ctx, options)
+        front = frontier(ctx, options, least_time_under)
         return frontier_with_stages(ctx, front, choice, partial(_staged_from, job, ctx, choice))
 
 

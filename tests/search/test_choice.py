@@ -78,3 +78,29 @@ def test_graphs_without_repeated_blocks_weigh_no_practitioners_plan(monkeypatch)
     monkeypatch.setattr(modes, "_practitioners_fitting", lambda *a: pytest.fail("weighed"))
     plan = modes.least_time_ft(context(zoo.build("mlp-tiny"), "cpu-1x2", 2))
     assert plan.iteration_time_s > 0
+
+
+@pytest.mark.parametrize("model, cluster, devices", [("gpt-tiny", "v100-2x8", 4), ("gpt-tiny-tiny", "v100-2x8", 8)])
+def test_ruling_points_out_by_their_busy_bound_chooses_the_same_plan(model, cluster, devices):
+    """FT's frontier asked only for the least time under a cap (ft_search's busy-bound ruling):
+    at every cap from the leanest point to above the largest, the plan chosen is the one chosen
+    from every point simulated, and some caps leave points out (the ruling is not vacuous)."""
+    ctx = context(zoo.build(model), cluster, devices)
+    whole = frontier(ctx)
+    peaks = sorted({p.peak_memory_bytes for p in [*whole, *whole.alternatives]})
+    ruled_out = 0
+    for cap in [*peaks[::3], peaks[-1] * 2]:
+        lean = frontier(ctx, least_time_under=cap)
+        try:
+            expected = mini_time(whole, cap)
+        except NothingFits:
+            with pytest.raises(NothingFits):
+                mini_time(lean, cap)
+            assert len(list(lean)) == len(list(whole))       # nothing fits: nothing ruled out
+            continue
+        chosen = mini_time(lean, cap)
+        assert (dict(chosen.strategy), chosen.iteration_time_s, chosen.peak_memory_bytes) == \
+               (dict(expected.strategy), expected.iteration_time_s, expected.peak_memory_bytes)
+        assert len(list(lean)) + lean.details.get("ruled_out", {}).get("points", 0) == len(list(whole))
+        ruled_out += lean.details.get("ruled_out", {}).get("points", 0)
+    assert ruled_out > 0

@@ -70,6 +70,9 @@ def test_ft_stopped_while_simulating_keeps_the_points_simulated_and_mini_time_th
     assert len(front) == 2 < len(complete)
     assert set(times(front)) <= set(times(complete))
     ctx = watched(fanout(), 4, Recorder(stop_after=whole.calls_before("simulating") + 2))
+    front = stopped_run(frontier, ctx, least_time_under=ctx.memory_cap_bytes)   # as least_time_ft asks
+    assert 1 <= len(front) <= 2                                      # (a point ruled out is not simulated)
+    ctx = watched(fanout(), 4, Recorder(stop_after=whole.calls_before("simulating") + 2))
     plan = stopped_run(modes.least_time_ft, ctx)
     seen = [*front, *front.alternatives]                             # the points simulated, data parallel
     assert stopped(plan) and plan.iteration_time_s == min(p.iteration_time_s for p in seen)

@@ -1,0 +1,51 @@
+"""The busy bound of a complete strategy (search.bounds.busy_bound) against the simulator: never
+above the simulated time, and equal to it where ranks wait for their collectives and every op is
+on every device (then a device runs everything one task after another)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from stratagem.cluster import Cluster, load
+from stratagem.cost import CostModel
+from stratagem.search.bounds import busy_bound
+from stratagem.search.ft_search import ROUNDING
+from stratagem.sim.builder import Simulation
+from stratagem.space import SpaceOptions
+from tests.cost.graphs import conv, mlp, mlp_with_views
+
+GRAPHS = {"mlp": lambda: mlp(32, 64, 128, activation=True), "conv": lambda: conv(8, 8, 34, 3),
+          "views": lambda: mlp_with_views(32, 64, 128, transposed=True)}
+WITH_STATES = SpaceOptions(state_sharding=True)
+
+
+def _cluster(overlap: bool) -> Cluster:
+    base = load("v100-2x8")
+    return Cluster(dataclasses.replace(base.spec, overlap_compute=overlap))
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+def test_the_busy_bound_is_below_the_simulated_time(name, overlap):
+    model = CostModel(GRAPHS[name](), _cluster(overlap), num_devices=8)
+    configs = {op.name: model.configurations(op.name, WITH_STATES) for op in model.graph.ops}
+    rng = np.random.default_rng(len(name) + overlap)
+    for _ in range(15):
+        strategy = {op: c[rng.integers(len(c))] for op, c in configs.items()}
+        simulated = Simulation(model, strategy).run().iteration_time_s
+        assert busy_bound(model, strategy) <= simulated * (1 + ROUNDING)
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+def test_the_busy_bound_is_the_simulated_time_when_every_rank_waits_and_runs_every_op(name):
+    model = CostModel(GRAPHS[name](), _cluster(False), num_devices=8)
+    everywhere = {op.name: [c for c in model.configurations(op.name, WITH_STATES) if c.num_devices == 8]
+                  for op in model.graph.ops}
+    rng = np.random.default_rng(len(name))
+    for _ in range(15):
+        strategy = {op: c[rng.integers(len(c))] for op, c in everywhere.items()}
+        simulated = Simulation(model, strategy).run().iteration_time_s
+        assert busy_bound(model, strategy) == pytest.approx(simulated, rel=ROUNDING)
