@@ -44,6 +44,7 @@ class Cluster:
         self.nodes: Sequence[Node] = LazySequence(spec.num_nodes, lambda n: _node(spec, n), "node")
         self.links: Sequence[Link] = LazySequence(self.routes.num_links, self.routes.link, "link")
         self._route_cache: dict[tuple[int, int], tuple[int, ...]] = {}
+        self._step_links: dict[tuple, tuple[int, ...]] = {}
         self._weights: dict[tuple[int, int], float] = {}
         self._channels: dict[tuple[int, ...], Channels] = {}
         self._plans: dict[tuple[str, Groups], CollectivePlan] = {}
@@ -91,6 +92,23 @@ class Cluster:
         found = self._route_cache.get(key)
         if found is None:
             found = self._route_cache[key] = self._find_route(src, dst)
+        return found
+
+    def step_link_ids(self, kind: str, groups: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
+        """The links a communication step uses, sorted: each group's ring (i -> i + 1 around it),
+        or for "p2p" each (source, destination) pair's route. Cached: simulations of many plans
+        ask for the same steps."""
+        key = (kind, groups)
+        found = self._step_links.get(key)
+        if found is None:
+            links: set[int] = set()
+            for group in groups:
+                pairs = [group] if kind == "p2p" else \
+                    [(group[i], group[(i + 1) % len(group)]) for i in range(len(group))] if len(group) > 1 else []
+                for src, dst in pairs:
+                    if src != dst:
+                        links.update(self.route_ids(src, dst))
+            found = self._step_links[key] = tuple(sorted(links))
         return found
 
     def _find_route(self, src: int, dst: int) -> tuple[int, ...]:

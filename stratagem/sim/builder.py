@@ -155,7 +155,7 @@ class Simulation:
             self.edge_buffers.pop(k, None)
         left = set(state.strategy[op].devices) - set(config.devices)
         producers.remove_op(state, op)
-        state.strategy[op] = config
+        state.set_config(op, config)
         producers.add_op(state, op)
         for d in left:
             producers.bridge(state, op, d)

@@ -26,6 +26,7 @@ class SimState:
         self.strategy = dict(strategy)          # per op; delta simulation edits it
         # the simulated "devices": classes of devices (sim.ranks), by default every device its own
         self.classes = classes or every_device(model.cluster.num_devices)
+        self._devices = {op: self.classes.of_range(config.devices) for op, config in self.strategy.items()}
         self.reuse = dict(reuse)
         self.position = {op.name: i for i, op in enumerate(self.graph.ops)}
         self.viewed = model.viewed_inputs
@@ -45,7 +46,12 @@ class SimState:
     def devices_of(self, name: str) -> range:
         """The simulated devices of `name`'s configuration: its devices, or the classes of devices
         they are made of (sim.ranks)."""
-        return self.classes.of_range(self.strategy[name].devices)
+        return self._devices[name]
+
+    def set_config(self, name: str, config: Configuration) -> None:
+        """Give `name` another configuration (delta simulation; its tasks are made again)."""
+        self.strategy[name] = config
+        self._devices[name] = self.classes.of_range(config.devices)
 
     def previous_on(self, name: str, device: int) -> str | None:
         """The op before `name` in program order (graph order) that runs on `device`, or None."""

@@ -66,14 +66,6 @@ class _Pool:
         self.data[self.ptr[owner] + self.cnt[owner]] = value
         self.cnt[owner] += 1
 
-    def discard(self, owner: int, value: int) -> None:
-        seg = self.get(owner)
-        hits = np.flatnonzero(seg == value)
-        if len(hits):
-            i = int(hits[0])
-            seg[i:-1] = seg[i + 1:].copy()
-            self.cnt[owner] -= 1
-
     def get(self, owner: int) -> np.ndarray:
         return self.data[self.ptr[owner]: self.ptr[owner] + self.cnt[owner]]
 
@@ -102,6 +94,32 @@ class _Pool:
         before = np.cumsum(spare) - spare
         pool.data[np.arange(len(values)) + np.repeat(before, pool.cnt)] = values
         return pool
+
+
+@njit(cache=True)
+def _discard(data, ptr, cnt, owner, value):
+    """The first `value` in owner's segment taken out, the rest moved up (none: nothing)."""
+    at, n = ptr[owner], cnt[owner]
+    for i in range(n):
+        if data[at + i] == value:
+            for j in range(i, n - 1):
+                data[at + j] = data[at + j + 1]
+            cnt[owner] = n - 1
+            return
+
+
+@njit(cache=True)
+def _unlink(t, pred_ptr, pred_cnt, pred_data, succ_ptr, succ_cnt, succ_data):
+    """Task t out of its predecessors' successor lists and its successors' predecessor lists, its
+    own lists emptied; returns its successors."""
+    for i in range(pred_cnt[t]):
+        _discard(succ_data, succ_ptr, succ_cnt, pred_data[pred_ptr[t] + i], t)
+    successors = succ_data[succ_ptr[t]: succ_ptr[t] + succ_cnt[t]].copy()
+    for u in successors:
+        _discard(pred_data, pred_ptr, pred_cnt, u, t)
+    pred_cnt[t] = 0
+    succ_cnt[t] = 0
+    return successors
 
 
 @njit(cache=True)
@@ -210,13 +228,10 @@ class TaskStore:
             self._new_set.discard(t)
         else:
             self._seed(t)
-        for p in self.pred.get(t).tolist():
-            self.succ.discard(p, t)
-        for u in self.succ.get(t).tolist():
-            self.pred.discard(u, t)
-            self._relinked.add(u)
+        successors = _unlink(t, self.pred.ptr, self.pred.cnt, self.pred.data, self.succ.ptr, self.succ.cnt,
+                             self.succ.data)
+        self._relinked.update(successors.tolist())
         self.alive[t] = False
-        self.pred.cnt[t] = self.succ.cnt[t] = 0
 
     def add_preds(self, t: int, preds: Sequence[int]) -> None:
         for p in preds:

@@ -87,9 +87,9 @@ class _Pending:
         unique) and each[i] (not in `shared`) if given, its predecessors in increasing order."""
         tasks = range(self.n, self.n + len(devices))
         self.n += len(devices)
-        self.duration.append_block(np.full(len(devices), duration))
+        self.duration.loose.extend([duration] * len(devices))      # (lists: cheaper than small arrays)
         self.topo.append_block(task_ids(keys))
-        self.res_counts.append_block(np.ones(len(devices), dtype=np.int64))
+        self.res_counts.loose.extend([1] * len(devices))
         self.res_values.append_block(task_ids(devices))
         if each is None:
             for p in shared:
@@ -137,7 +137,7 @@ class TaskGraph:
         self._category: list[int] = []          # per task: index into CATEGORIES
         self._device: list[int] = []            # per task: its device (compute tasks), else -1
         self._bytes: list[float] = []           # per task: bytes moved (communication)
-        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None     # the lists, made arrays
         self._links: dict[tuple, tuple[int, ...]] = {}
         self.blocking = not cluster.spec.overlap_compute
 
@@ -178,7 +178,6 @@ class TaskGraph:
         else:
             self._device.extend(device)
         self._bytes.extend([meta.num_bytes] * count)
-        self._arrays = None
 
     def add_preds(self, t: int, preds) -> None:
         if self._pending is not None:
@@ -209,10 +208,13 @@ class TaskGraph:
         return self._meta[t]
 
     def _described(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(category, device, bytes) per task, as arrays (made again after tasks were added)."""
-        if self._arrays is None:
-            self._arrays = (np.asarray(self._category, dtype=np.int8), np.asarray(self._device, dtype=np.int64),
-                            np.asarray(self._bytes, dtype=float))
+        """(category, device, bytes) per task, as arrays (the tasks added since, appended)."""
+        made = 0 if self._arrays is None else len(self._arrays[0])
+        if made < len(self._category):
+            tail = (np.asarray(self._category[made:], dtype=np.int8), np.asarray(self._device[made:], dtype=np.int64),
+                    np.asarray(self._bytes[made:], dtype=float))
+            self._arrays = tail if self._arrays is None else \
+                tuple(np.concatenate([old, new]) for old, new in zip(self._arrays, tail))
         return self._arrays
 
     def step_resources(self, step) -> tuple[int, ...]:
@@ -220,15 +222,9 @@ class TaskGraph:
         devices (their classes) when a rank waits for its collectives (`blocking`)."""
         key = (step.kind, step.groups)
         if key not in self._links:
-            links: set[int] = set()
-            for group in step.groups:
-                pairs = [group] if step.kind == "p2p" else \
-                    [(group[i], group[(i + 1) % len(group)]) for i in range(len(group))] if len(group) > 1 else []
-                for src, dst in pairs:
-                    if src != dst:
-                        links.update(self.cluster.route_ids(src, dst))
+            links = self.cluster.step_link_ids(step.kind, step.groups)
             devices = self.classes.of_devices({d for group in step.groups for d in group}) if self.blocking else []
-            self._links[key] = tuple(devices) + tuple(sorted(self.num_devices + link for link in links))
+            self._links[key] = tuple(devices) + tuple(self.num_devices + link for link in links)
         return self._links[key]
 
     # ---- what reports read --------------------------------------------------------------------
