@@ -112,8 +112,7 @@ def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algor
               reuse: Mapping[int, str] | None = None, details: Mapping[str, Any] | None = None) -> Plan:
     """A simulated plan with both its additive and its simulated costs. `reuse`: tensor-reuse
     choices by edge index (FT's form), or none."""
-    edges = ctx.model.edges()
-    chosen = Strategy(strategy, {edges[k]: option for k, option in (reuse or {}).items()}, pipeline_of(strategy))
+    chosen = strategy_with_reuse(ctx, strategy, reuse)
     if chosen.pipeline is not None:
         return _pipeline_plan(ctx, chosen, algorithm, details)
     terms = tuple(transient_terms(ctx.model, chosen))        # T(S)'s terms, read three times below
@@ -137,6 +136,14 @@ def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algor
                 additive_memory_bytes=mem, algorithm=algorithm, optimizer=ctx.optimizer,
                 model=ctx.zoo_name, details=details, precision=ctx.precision, recompute=ctx.model.recompute)
     return plan.with_simulation(result)
+
+
+def strategy_with_reuse(ctx: PlanningContext, strategy: Mapping[str, Configuration],
+                        reuse: Mapping[int, str] | None = None) -> Strategy:
+    """The strategy a plan simulates: `strategy` with the tensor-reuse choices `reuse` (by edge
+    index, FT's form) and its stages."""
+    edges = ctx.model.edges()
+    return Strategy(strategy, {edges[k]: option for k, option in (reuse or {}).items()}, pipeline_of(strategy))
 
 
 def plans_shared(ctx: PlanningContext, make: Callable[[T], Plan | None], items: Sequence[T],

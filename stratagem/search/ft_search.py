@@ -24,7 +24,9 @@ from dataclasses import dataclass, field, replace
 from stratagem.collection import fewer_collections
 from stratagem.plan import Frontier, Plan
 from stratagem.search.bounds import busy_bound
-from stratagem.search.context import PlanningContext, make_plan, plans_shared, recomputing, runnable_space
+from stratagem.search.context import (
+    PlanningContext, make_plan, plans_shared, recomputing, runnable_space, strategy_with_reuse,
+)
 from stratagem.search.ft import FTOptions, FTPoint, FTResult, Memo, merged
 from stratagem.search.ft_peak import peak_frontier_tracking
 from stratagem.search.progress import phase
@@ -154,9 +156,11 @@ def _simulated(ctx: PlanningContext, search_space: SearchSpace, result: FTResult
 
     def simulated(point: FTPoint) -> Plan | None:
         strategy, reuse = search_space.strategy(point.assignment, point.options)
-        if least_time_under is not None and busy_bound(ctx.model, strategy) > fastest[0] * (1 + ROUNDING):
+        reuse = _non_default(ctx, strategy, reuse)
+        if least_time_under is not None and \
+                busy_bound(ctx.model, strategy_with_reuse(ctx, strategy, reuse)) > fastest[0] * (1 + ROUNDING):
             return None
-        plan = make_plan(ctx, strategy, "ft", _non_default(ctx, strategy, reuse), details)
+        plan = make_plan(ctx, strategy, "ft", reuse, details)
         if _fits(plan, least_time_under):
             fastest[0] = min(fastest[0], plan.iteration_time_s)
         return plan

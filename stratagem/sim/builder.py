@@ -7,6 +7,7 @@ The simulator in parts, each with a small interface:
     sim.keys        the structural keys that break ties in ready time
     sim.store, sim.engine  the task arrays and Algorithms 1 and 2 (full and delta simulation)
     sim.memory      the peak of the buffers over the timeline
+    sim.ranks       classes of devices a strategy treats alike (one simulated rank each, exactly)
 Simulation builds the state (`sim.state.SimState`), asks the producers for every op's and edge's
 tasks, then the lifetimes for every buffer, and runs the engine.
 

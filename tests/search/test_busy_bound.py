@@ -14,7 +14,7 @@ from stratagem.cost import CostModel
 from stratagem.search.bounds import busy_bound
 from stratagem.search.ft_search import ROUNDING
 from stratagem.sim.builder import Simulation
-from stratagem.space import SpaceOptions
+from stratagem.space import SpaceOptions, Strategy
 from tests.cost.graphs import conv, mlp, mlp_with_views
 
 GRAPHS = {"mlp": lambda: mlp(32, 64, 128, activation=True), "conv": lambda: conv(8, 8, 34, 3),
@@ -35,8 +35,19 @@ def test_the_busy_bound_is_below_the_simulated_time(name, overlap):
     rng = np.random.default_rng(len(name) + overlap)
     for _ in range(15):
         strategy = {op: c[rng.integers(len(c))] for op, c in configs.items()}
+        strategy = Strategy(strategy, _some_reuse(model, strategy, rng))
         simulated = Simulation(model, strategy).run().iteration_time_s
         assert busy_bound(model, strategy) <= simulated * (1 + ROUNDING)
+
+
+def _some_reuse(model, strategy, rng) -> dict:
+    """A tensor-reuse option drawn for each edge that has several (their backward steps count)."""
+    chosen = {}
+    for edge in model.edges():
+        names = [option.name for option in model.edge_cost_in(edge, strategy).reuse]
+        if len(names) > 1:
+            chosen[edge] = names[rng.integers(len(names))]
+    return chosen
 
 
 @pytest.mark.parametrize("name", sorted(GRAPHS))
@@ -47,5 +58,6 @@ def test_the_busy_bound_is_the_simulated_time_when_every_rank_waits_and_runs_eve
     rng = np.random.default_rng(len(name))
     for _ in range(15):
         strategy = {op: c[rng.integers(len(c))] for op, c in everywhere.items()}
+        strategy = Strategy(strategy, _some_reuse(model, strategy, rng))
         simulated = Simulation(model, strategy).run().iteration_time_s
         assert busy_bound(model, strategy) == pytest.approx(simulated, rel=ROUNDING)
