@@ -147,7 +147,8 @@ def _simulated(ctx: PlanningContext, search_space: SearchSpace, result: FTResult
     how many were ruled out). With `least_time_under`, in order of FT's time, a point whose busy
     bound exceeds the simulated time of a plan that fits the cap (an alternative, or a point
     simulated before it in this process or, in the planner's, in any) is left out: its simulated
-    time would exceed that plan's, so it could not be the least time under the cap."""
+    time would exceed that plan's, so it could not be the least time under the cap. The first
+    point is always simulated, so that the frontier has one even where an alternative wins."""
     details = {"heuristic_fixes": fixes} if fixes else None
     order = sorted(range(len(result.points)), key=lambda i: result.points[i].time) \
         if least_time_under is not None else list(range(len(result.points)))
@@ -157,9 +158,9 @@ def _simulated(ctx: PlanningContext, search_space: SearchSpace, result: FTResult
     def simulated(point: FTPoint) -> Plan | None:
         strategy, reuse = search_space.strategy(point.assignment, point.options)
         reuse = _non_default(ctx, strategy, reuse)
-        if least_time_under is not None and \
+        if least_time_under is not None and point is not points[0] and \
                 busy_bound(ctx.model, strategy_with_reuse(ctx, strategy, reuse)) > fastest[0] * (1 + ROUNDING):
-            return None
+            return None                                 # (the first is kept: a frontier has a point)
         plan = make_plan(ctx, strategy, "ft", reuse, details)
         if _fits(plan, least_time_under):
             fastest[0] = min(fastest[0], plan.iteration_time_s)

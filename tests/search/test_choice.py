@@ -104,3 +104,18 @@ def test_ruling_points_out_by_their_busy_bound_chooses_the_same_plan(model, clus
         assert len(list(lean)) + lean.details.get("ruled_out", {}).get("points", 0) == len(list(whole))
         ruled_out += lean.details.get("ruled_out", {}).get("points", 0)
     assert ruled_out > 0
+
+
+def test_a_frontier_whose_other_points_are_all_ruled_out_keeps_its_first(monkeypatch):
+    """Where a fitting alternative rules out every point (a bound above everything), the frontier
+    keeps the first point in FT's order of time, simulated, and is not marked as stopped."""
+    from stratagem.search import ft_search
+    from stratagem.search.stopping import stopped
+    ctx = context(zoo.build("mlp-tiny"), "cpu-1x2", 2)
+    whole = frontier(ctx)
+    monkeypatch.setattr(ft_search, "busy_bound", lambda model, strategy: float("inf"))
+    lean = frontier(ctx, least_time_under=float("inf"))
+    assert len(list(lean)) == 1 and not stopped(lean)
+    assert lean.details["ruled_out"]["points"] == len(list(whole)) - 1
+    (first,) = lean
+    assert first.additive_time_s == min(p.additive_time_s for p in whole)
