@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ from stratagem.cost.compute import ComputeModel
 from stratagem.cost.compute_table import ComputeTable, ProfileRequest
 from stratagem.cost.costs import EdgeCost, OpCost, PlanCost
 from stratagem.cost.edgecost import EdgeFacts, consumer_layouts, edge_facts, priced_edge, source_layouts
-from stratagem.cost.memory import Optimizer, kept_tensors, viewed_input
+from stratagem.cost.memory import Optimizer, kept_tensors, saved_tensors, viewed_input
 from stratagem.cost.opcost import OpFacts, OpWork, build_op_cost, op_facts, op_work
 from stratagem.cost.oplayouts import OpLayouts
 from stratagem.cost.recompute import recomputed_ops, with_recompute
@@ -101,6 +102,8 @@ class CostModel:
         self._edge_list: tuple[Edge, ...] | None = None
         self._kept: frozenset[str] | None = None
         self._viewed: Mapping[str, str | None] | None = None
+        self._saved: Mapping[str, frozenset[str]] | None = None
+        self._edges_of: Mapping[str, tuple[int, ...]] | None = None
         self._transients: dict[tuple, Any] = {}      # cost.transient's terms by their arguments
         self._shared: tuple[SharedTensor, ...] | None = None
 
@@ -217,6 +220,25 @@ class CostModel:
             analyses = self.analyses if self.graph is self.source_graph else AnalysisCache(self.graph)
             self._viewed = {op.name: viewed_input(self.graph, op, analyses) for op in self.graph.ops}
         return self._viewed
+
+    @property
+    def saved_by_op(self) -> Mapping[str, frozenset[str]]:
+        """Per op, the tensors it keeps for its backward (cost.memory.saved_tensors), once."""
+        if self._saved is None:
+            self._saved = MappingProxyType({op.name: frozenset(saved_tensors(self.graph, op)) for op in self.graph.ops})
+        return self._saved
+
+    @property
+    def edges_of(self) -> Mapping[str, tuple[int, ...]]:
+        """Per op, the indices (into `edges()`) of the edges it is an end of, in order, once."""
+        if self._edges_of is None:
+            found: dict[str, list[int]] = {}
+            for k, e in enumerate(self.edges()):
+                for end in (e.src_op, e.dst_op):
+                    if end is not None:
+                        found.setdefault(end, []).append(k)
+            self._edges_of = MappingProxyType({op: tuple(ks) for op, ks in found.items()})
+        return self._edges_of
 
     def configurations(self, op_name: str, options: SpaceOptions = SpaceOptions()) -> tuple[Configuration, ...]:
         """The op's configurations in `options`; with `state_sharding`, each one the op may hold its

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from stratagem.cost.edgecost import is_weight_edge
-from stratagem.cost.memory import saved_tensors
 from stratagem.sim.keys import structural_key
 from stratagem.sim.ranks import DeviceClasses, every_device
 from stratagem.sim.taskgraph import TaskGraph
@@ -30,15 +29,11 @@ class SimState:
         self.reuse = dict(reuse)
         self.position = {op.name: i for i, op in enumerate(self.graph.ops)}
         self.viewed = model.viewed_inputs
-        self.saved = {op.name: frozenset(saved_tensors(self.graph, op)) for op in self.graph.ops}
+        self.saved = model.saved_by_op
         self.edges = model.edges()
         self._same_layout: dict[int, tuple] = {}
         check_reuse(self.edges, self.reuse)
-        self.edges_of: dict[str, list[int]] = {}
-        for k, e in enumerate(self.edges):
-            for end in (e.src_op, e.dst_op):
-                if end is not None:
-                    self.edges_of.setdefault(end, []).append(k)
+        self.edges_of = model.edges_of
         self.tasks = TaskGraph(model.cluster, self.classes)
         self.op_tasks: dict[str, dict[str, list[int]]] = {}     # op -> {"F", "B", "U", "sync"} -> tasks
         self.edge_tasks: dict[int, dict[str, list[int]]] = {}   # edge -> {"fwd", "bwd"} -> step tasks
