@@ -116,8 +116,7 @@ class Bounds:
         for d in config.devices:
             busy[d] += cost.compute_time_s
             memory[d] += m.parameter_bytes + m.gradient_bytes + m.optimizer_bytes
-        for step in cost.sync:
-            busy[list(self.sim.step_resources(step))] += step.time_s
+        _add_steps(busy, cost.sync, self.sim.step_resources)
 
     def edge_busy(self, k: int, strategy) -> np.ndarray:
         """Link time of edge k's re-scheduling steps, both ends' configurations in `strategy`."""
@@ -128,9 +127,7 @@ class Bounds:
         if found is None:
             cost = self.model.edge_cost(e.tensor, e.src_op, src, e.dst_op, strategy[e.dst_op])
             found = np.zeros(self.num_resources)
-            steps = cost.forward_steps + (cost.backward_steps if e.src_op is not None else ())
-            for step in steps:
-                found[list(self.sim.step_resources(step))] += step.time_s
+            _add_steps(found, _edge_steps(e, cost), self.sim.step_resources)
             self._edge_busy[key] = found
         return found
 
@@ -320,26 +317,22 @@ def busy_bound(model, strategy) -> float:
     this, up to the rounding of adding the same durations in another order."""
     tasks = TaskGraph(model.cluster, every_device(model.cluster.num_devices))
     busy = np.zeros(tasks.num_resources)
-    held: dict[tuple, np.ndarray] = {}
-
-    def add(steps) -> None:
-        for step in steps:
-            key = (step.kind, step.groups)
-            if key not in held:
-                held[key] = np.asarray(tasks.step_resources(step), dtype=np.int64)
-            busy[held[key]] += step.time_s
-
     for op, config in strategy.items():
         cost = model.op_cost(op, config)
-        busy[config.devices.start:config.devices.stop] += \
-            cost.forward_time_s + cost.backward_time_s + cost.update_time_s
-        add(cost.gather)
-        if cost.regather:
-            add(cost.gather)
-        add(cost.sync)
+        busy[config.devices.start:config.devices.stop] += cost.compute_time_s
+        gathers = cost.gather * 2 if cost.regather else cost.gather
+        _add_steps(busy, gathers + cost.sync, tasks.step_resources)
     for edge in model.edges():
-        cost = model.edge_cost_in(edge, strategy)
-        add(cost.forward_steps)
-        if edge.src_op is not None:
-            add(cost.backward_steps)
+        _add_steps(busy, _edge_steps(edge, model.edge_cost_in(edge, strategy)), tasks.step_resources)
     return float(busy.max()) if len(busy) else 0.0
+
+
+def _add_steps(busy: np.ndarray, steps, resources_of) -> None:
+    """Each communication step's time on the resources its task holds."""
+    for step in steps:
+        busy[list(resources_of(step))] += step.time_s
+
+
+def _edge_steps(edge, cost) -> tuple:
+    """The re-scheduling steps of an edge the simulator runs: forward, and backward from a producer."""
+    return cost.forward_steps + (cost.backward_steps if edge.src_op is not None else ())

@@ -153,6 +153,8 @@ def _simulated(ctx: PlanningContext, search_space: SearchSpace, result: FTResult
     order = sorted(range(len(result.points)), key=lambda i: result.points[i].time) \
         if least_time_under is not None else list(range(len(result.points)))
     points = [result.points[i] for i in order]
+    # the fastest fitting time known to this process: its own plans (`simulated`, in a worker
+    # too) and, in the planner's, every plan as it arrives (`arrived`)
     fastest = [min((p.iteration_time_s for p in alternatives if _fits(p, least_time_under)), default=math.inf)]
 
     def simulated(point: FTPoint) -> Plan | None:

@@ -12,8 +12,9 @@
 
 Modes choose by the simulated time and peak memory, which are what a plan will do; the additive
 (Eq. 3) costs stay on each plan beside them. To choose the least time under the cap, FT's points
-that provably cannot be it are not simulated (ft_search: a busy bound above a fitting plan's time). A search stopped by Ctrl-C (search.stopping) runs no
-further: each mode chooses among the plans found so far, and the plan it returns says so.
+that provably cannot be it are not simulated (ft_search: a busy bound above a fitting plan's
+time). A search stopped by Ctrl-C (search.stopping) runs no further: each mode chooses among the
+plans found so far, and the plan it returns says so.
 """
 
 from __future__ import annotations

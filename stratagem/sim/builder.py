@@ -73,8 +73,6 @@ class Simulation:
         self.model, self.graph, self.cluster = model, model.graph, model.cluster
         self.num_devices = self.cluster.num_devices
         classes = classes_of((c.devices for c in strategy.values()), self.num_devices) if representative else None
-        if classes is not None and classes.count == self.num_devices:
-            classes = None
         try:
             self._build(strategy, classes)
         except PartClass:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -44,14 +45,18 @@ class DeviceClasses:
     [bounds[i], bounds[i + 1])."""
     num_devices: int
     bounds: tuple[int, ...]
-    every: bool = False                     # each device its own class (virtual = real)
     _ranges: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def count(self) -> int:
         return len(self.bounds) - 1
 
-    @property
+    @cached_property
+    def every(self) -> bool:
+        """Each device its own class (class numbers are device numbers)."""
+        return self.count == self.num_devices
+
+    @cached_property
     def sizes(self) -> np.ndarray:
         return np.diff(np.asarray(self.bounds, dtype=np.int64))
 
@@ -88,7 +93,7 @@ class DeviceClasses:
 
 
 def every_device(num_devices: int) -> DeviceClasses:
-    return DeviceClasses(num_devices, tuple(range(num_devices + 1)), every=True)
+    return DeviceClasses(num_devices, tuple(range(num_devices + 1)))
 
 
 def classes_of(ranges: Iterable[range], num_devices: int) -> DeviceClasses:
