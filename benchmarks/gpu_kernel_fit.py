@@ -41,6 +41,9 @@ from stratagem.cluster import load
 from stratagem.cluster.spec import CALCULON_MATRIX, CALCULON_MEMORY, CALCULON_VECTOR, DeviceSpec, EfficiencyCurve
 from stratagem.cost.compute import ComputeModel
 from stratagem.cost.opcost import DescribedWork, work_of
+from stratagem.errors import TDLError
+from stratagem.tdl.analysis import Analysis
+from stratagem.tdl.library import LIBRARY
 from stratagem.monotone import non_decreasing
 
 ZERO_WORK_S = 1e-6
@@ -58,8 +61,8 @@ def joined_rows(cases_path: str, measured_path: str) -> tuple[list[dict], dict]:
     rows = []
     for m in measured["measured"]:
         row = {**cases[m["case"]], **m, "backward_call_s": measured["reference"].get("backward_call_s", 0.0)}
-        work = work_of(DescribedWork(_request(row), row["flops"], row["num_bytes"], row["dtype"], row["contraction"]))
-        rows.append({**row, "num_bytes": work.num_bytes, "dtype": work.dtype, "matrix": work.matrix,
+        work = work_of(described(row))
+        rows.append({**row, "work": work, "num_bytes": work.num_bytes, "dtype": work.dtype, "matrix": work.matrix,
                      "category": category(row["kind"])})
     return rows, measured
 
@@ -73,9 +76,22 @@ def measured_s(row: dict, target: str) -> tuple[float, float]:
     return row["forward_time_s"], backward_s
 
 
+def described(row: dict) -> DescribedWork:
+    """The case as its description says (benchmarks/gpu_kernels.py's row), with the facts its
+    op's analysis gives of the case's shapes: the factors of its contraction, its random draws."""
+    request = _request(row)
+    try:
+        analysis = Analysis(LIBRARY[row["kind"]].describe(*request.input_shapes, **dict(request.attrs)))
+    except TDLError:     # a local share its adapter reads whole (the loss's target): the whole op's facts
+        analysis = Analysis(LIBRARY[row["kind"]].describe_example())
+        if analysis.random_draws():
+            raise
+    return DescribedWork(request, row["flops"], row["num_bytes"], row["dtype"], row["contraction"],
+                         analysis.contraction_operands, analysis.random_draws())
+
+
 def predicted(device: DeviceSpec, row: dict) -> tuple[float, float]:
-    times = ComputeModel(device, None).times(_request(row), row["flops"], row["num_bytes"], row["dtype"],
-                                             row["matrix"])
+    times = ComputeModel(device, None).times(row["work"])
     return times.forward_time_s, times.backward_time_s
 
 

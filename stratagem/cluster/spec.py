@@ -67,6 +67,10 @@ class DeviceSpec:
     # dtype -> matrix-engine curve where it differs from `matrix_efficiency` (measured: small bf16
     # matmuls reach a smaller fraction of their much higher peak than float32 ones)
     matrix_efficiency_by_dtype: tuple[tuple[str, EfficiencyCurve], ...] = ()
+    # a BLAS matrix product on tensor cores (bf16, fp16, TF32) with a row of an operand or of its
+    # result that is no multiple of 4 bytes (an odd bf16 width: cost.compute.rows_aligned) runs at
+    # this fraction of its curve; 1.0 where not measured
+    unaligned_gemm_factor: float = 1.0
 
     def efficiency(self, dtype: str, matrix: bool) -> EfficiencyCurve:
         """The compute efficiency curve of the engine that runs `dtype` math."""

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from stratagem.cost.compute import is_contraction, local_extents
+from stratagem.cost.compute import OpWork, is_contraction, local_extents
 from stratagem.cost.compute_table import ProfileRequest
 from stratagem.cost.costs import OpCost, WeightCopies
 from stratagem.cost.memory import MemoryCost, kept_inside_bytes, keeps_weight_copy, saved_tensors
@@ -46,22 +46,10 @@ from stratagem.ir.ownership import PARAMETER_ROLES
 from stratagem.space import Configuration, Partial
 from stratagem.tdl.analysis import Analysis
 from stratagem.tdl.library import LIBRARY
+from stratagem.tdl.rng import MASK_BYTES_PER_DRAW
 from stratagem.space.tensor_layout import TensorLayout, output_layout
 
 LOW_PRECISION = ("bfloat16", "float16")
-
-
-@dataclass(frozen=True)
-class OpWork:
-    """What prices one device's share of an op: the request a measured table is keyed by, its
-    FLOPs, the bytes it reads and writes (none for a view: it aliases its input, no kernel runs),
-    the precision of its math (`math_dtype`) and whether the matrix engine runs it (a
-    contraction, or its record's `matrix_engine`)."""
-    request: ProfileRequest
-    flops: float
-    num_bytes: float
-    dtype: str
-    matrix: bool
 
 
 @dataclass(frozen=True)
@@ -74,6 +62,8 @@ class DescribedWork:
     num_bytes: float
     dtype: str
     contraction: bool
+    operands: frozenset[int] = frozenset()    # Analysis.contraction_operands
+    random_draws: float = 0.0                 # Analysis.random_draws: counter-based random numbers drawn
 
 
 def described_work(model, op_name: str, config: Configuration) -> DescribedWork:
@@ -85,7 +75,8 @@ def described_work(model, op_name: str, config: Configuration) -> DescribedWork:
                    for lay, t in zip(inputs, op.inputs))
     out_bytes = sum(_local_bytes(graph, t, output) for t in op.outputs)
     return DescribedWork(model.profile_request(op_name, config), analysis.flops(local_extents(analysis, config.degrees)),
-                         in_bytes + out_bytes, graph.tensors[op.outputs[0]].dtype, is_contraction(analysis))
+                         in_bytes + out_bytes, graph.tensors[op.outputs[0]].dtype, is_contraction(analysis),
+                         analysis.contraction_operands, analysis.random_draws(local_extents(analysis, config.degrees)))
 
 
 def op_work(model, op_name: str, config: Configuration) -> OpWork:
@@ -94,12 +85,14 @@ def op_work(model, op_name: str, config: Configuration) -> OpWork:
 
 def work_of(described: DescribedWork) -> OpWork:
     """The description with the op record's facts on how PyTorch runs it: a view moves no bytes,
-    its math's precision (`math_dtype`), `matrix_engine`."""
+    its math's precision (`math_dtype`), `matrix_engine`, `gemm`; and the bytes the runtime moves
+    drawing its counter-based random numbers (`tdl.rng.MASK_BYTES_PER_DRAW` each, forward only)."""
     kind = described.request.kind
     record = LIBRARY.get(kind)
     view = record is not None and record.view is not None
     return OpWork(described.request, described.flops, 0.0 if view else described.num_bytes,
-                  math_dtype(kind, described.dtype), described.contraction or (record is not None and record.matrix_engine))
+                  math_dtype(kind, described.dtype), described.contraction or (record is not None and record.matrix_engine),
+                  described.operands, record is not None and record.gemm, described.random_draws * MASK_BYTES_PER_DRAW)
 
 
 def math_dtype(kind: str, dtype: str) -> str:
@@ -162,7 +155,7 @@ def build_op_cost(model, op_name: str, config: Configuration) -> OpCost:
     inputs = [model.input_layout(op_name, config, i) for i in range(len(op.inputs))]
     output = output_layout(model.layout(op_name, config))
     work = op_work(model, op_name, config)
-    times = model.compute.times(work.request, work.flops, work.num_bytes, work.dtype, work.matrix)
+    times = model.compute.times(work)
     weights = [i for i in owned_parameters(graph, op) if graph.tensors[op.inputs[i]].role is Role.WEIGHT]
     grads = {i: model.input_layout(op_name, config, i, gradient=True) for i in weights}
     sharded = {w.position: w for w in sharded_weights(graph, model.layouts, op_name, config)}

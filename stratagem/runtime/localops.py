@@ -165,15 +165,18 @@ def _attention_positions(inputs, attrs, view, analysis):
 
 
 def _global_positions(shape: Sequence[int], box, device) -> torch.Tensor:
-    """Row-major positions in the whole tensor of `shape` of every element of `box`."""
-    positions = torch.zeros((), dtype=torch.int64, device=device)
+    """Row-major positions in the whole tensor of `shape` of every element of `box`: one int64 written
+    per element (the partial sums over the trailing dims are smaller), none multiplied by 1 or
+    added to 0 (tdl.rng.MASK_BYTES_PER_DRAW counts these bytes)."""
+    positions = None
     stride = 1
     for d in reversed(range(len(shape))):
         start, stop = box[d]
-        index = torch.arange(start, stop, dtype=torch.int64, device=device) * stride
-        positions = positions + index.reshape(-1, *([1] * (len(shape) - 1 - d)))
+        index = torch.arange(start, stop, dtype=torch.int64, device=device)
+        index = (index if stride == 1 else index * stride).reshape(-1, *([1] * (len(shape) - 1 - d)))
+        positions = index if positions is None else positions + index
         stride *= shape[d]
-    return positions
+    return torch.zeros((), dtype=torch.int64, device=device) if positions is None else positions
 
 
 def _vocab_parallel(inputs, attrs, view, analysis):

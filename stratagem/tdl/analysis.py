@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from stratagem.errors import TDLError
-from stratagem.tdl.expr import FULL, Apply, Const, OpaqueResult, Reduce, Value, walk
+from stratagem.tdl.expr import FULL, Access, Apply, Const, OpaqueResult, Reduce, Value, children, walk
 from stratagem.tdl.flops import FlopPolynomial, flop_polynomial
 from stratagem.tdl.indexing import IndexVar, bounds
 from stratagem.tdl.regions import (
@@ -368,6 +368,19 @@ class Analysis:
 
     # ---- cost facts ---------------------------------------------------------------------------
     @cached_property
+    def contraction_operands(self) -> frozenset[int]:
+        """Input positions read as factors of a product of two inputs under a summing reduction
+        (x and W of `sum_k x[i, k] * W[j, k] + b[j]`, not b): the inputs whose gradient is itself a
+        contraction. A term outside the product (a bias, an LSTM cell's c) gets its gradient by an
+        elementwise pass or a sum over dY."""
+        operands: set[int] = set()
+        for out in self.desc.outputs:
+            for node in walk(out):
+                if isinstance(node, Reduce) and node.reducer == "sum":
+                    operands.update(_product_factors(node.body))
+        return frozenset(operands)
+
+    @cached_property
     def flop_polynomial(self) -> FlopPolynomial:
         return flop_polynomial(self.desc)
 
@@ -377,10 +390,22 @@ class Analysis:
         if self.desc.flops_override is not None:
             dims = {d.name: local.get(d.name, d.size) for d in self.dims}
             return float(self.desc.flops_override(dims, self.input_shapes, **self.desc.attrs))
+        return self.flop_polynomial.evaluate(self._local_extents(local))
+
+    @cached_property
+    def draw_polynomial(self) -> FlopPolynomial:
+        return flop_polynomial(self.desc, only="uniform")
+
+    def random_draws(self, local: Mapping[str, int] | None = None) -> float:
+        """Counter-based random numbers (tdl.rng) one worker draws under the given local extents:
+        dropout's one per element, attention's one per weight of [B, H, L, S]."""
+        return self.draw_polynomial.evaluate(self._local_extents(dict(local or {})))
+
+    def _local_extents(self, local: Mapping[str, int]) -> dict[int, int]:
         extents = dict(self.desc.extents)
         for name, n in local.items():
             extents[self._vars[name].uid] = n
-        return self.flop_polynomial.evaluate(extents)
+        return extents
 
 
 def analyze_description(desc: Description, sample_dims: Sequence[int | None] | None = None) -> Analysis:
@@ -416,6 +441,31 @@ def _symbol_names(variables: Mapping[str, IndexVar]) -> dict[str, str]:
 
 
 # ---- top-level reduction (case 2) ---------------------------------------------------------------
+
+def _product_factors(value: Value) -> set[int]:
+    """Positions of the inputs that are factors of a product with another input in `value`: a
+    mul's factors read directly (not through a nested reduction, which is its own contraction),
+    when its factors read two inputs or more (attention's v times softmax(q . k))."""
+    found: set[int] = set()
+    for node in walk(value):
+        if isinstance(node, Apply) and node.fn == "mul":
+            every = {n.tensor.position for arg in node.args for n in walk(arg) if isinstance(n, Access)}
+            if len(every) >= 2:
+                found.update(_direct_reads(node))
+    return found
+
+
+def _direct_reads(value: Value) -> set[int]:
+    """Input positions read in `value` outside any reduction inside it."""
+    reads, stack = set(), [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Access):
+            reads.add(node.tensor.position)
+        elif not isinstance(node, Reduce):
+            stack.extend(children(node))
+    return reads
+
 
 def _top_level_reduction(desc: Description) -> TopReduction | None:
     if len(desc.outputs) != 1:

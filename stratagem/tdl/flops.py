@@ -31,15 +31,18 @@ class FlopPolynomial:
         return float(sum(c * math.prod(extents[u] for u in vs) for c, vs in self.terms))
 
 
-def flop_polynomial(desc: Any) -> FlopPolynomial:
+def flop_polynomial(desc: Any, only: str | None = None) -> FlopPolynomial:
+    """FLOPs of the description; with `only`, the number of distinct values of that function
+    (`only="uniform"`: the random numbers an op draws), counted the same way."""
     counts: dict[frozenset[int], float] = {}
     for out in desc.outputs:
-        _count(out, counts, desc.extents)
+        _count(out, counts, desc.extents, only)
     return FlopPolynomial(tuple((c, vs) for vs, c in counts.items() if c))
 
 
-def _count(node: Value, counts: dict[frozenset[int], float], extents: Mapping[int, int]) -> frozenset[int]:
-    """Add node's FLOPs to counts; return its free index uids."""
+def _count(node: Value, counts: dict[frozenset[int], float], extents: Mapping[int, int],
+           only: str | None = None) -> frozenset[int]:
+    """Add node's FLOPs (or its applications of `only`) to counts; return its free index uids."""
     if isinstance(node, Access):
         return frozenset(v.uid for i in node.indices if i is not FULL for v in i.variables())
     if isinstance(node, IndexValue):
@@ -47,21 +50,23 @@ def _count(node: Value, counts: dict[frozenset[int], float], extents: Mapping[in
     if isinstance(node, Const):
         return frozenset()
     if isinstance(node, Apply):
-        free = frozenset().union(*(_count(a, counts, extents) for a in node.args))
-        counts[free] = counts.get(free, 0.0) + 1.0
+        free = frozenset().union(*(_count(a, counts, extents, only) for a in node.args))
+        if only is None or node.fn == only:
+            counts[free] = counts.get(free, 0.0) + 1.0
         return free
     if isinstance(node, Where):
         cond = (frozenset(v.uid for v in node.cond.expr.variables()) if isinstance(node.cond, IndexCond)
-                else _count(node.cond, counts, extents))
-        return cond | _count(node.then, counts, extents) | _count(node.otherwise, counts, extents)
+                else _count(node.cond, counts, extents, only))
+        return cond | _count(node.then, counts, extents, only) | _count(node.otherwise, counts, extents, only)
     if isinstance(node, Reduce):
-        inner = _count(node.body, counts, extents)
-        counts[inner] = counts.get(inner, 0.0) + 1.0
+        inner = _count(node.body, counts, extents, only)
+        if only is None:
+            counts[inner] = counts.get(inner, 0.0) + 1.0
         return inner - {v.uid for v in node.vars}
     if isinstance(node, OpaqueResult):
-        free = frozenset().union(*(_count(a, counts, extents) for a in node.call.args))
+        free = frozenset().union(*(_count(a, counts, extents, only) for a in node.call.args))
         per_call = node.call.fn.flops_per_call
-        if per_call is not None:
+        if per_call is not None and only is None:
             shapes = [a.tensor.shape for a in node.call.args]
             counts[free] = counts.get(free, 0.0) + float(per_call(*shapes))
         return free | frozenset(v.uid for i in node.indices for v in i.variables())

@@ -182,6 +182,9 @@ class OpDef:
                                       # transposed [B, L, H, E], and so is the output)
     fused_saves: bool = False      # the runtime runs it as one fused kernel that keeps what `saves`
                                    # says, whatever capture saw a decomposed reference keep
+    gemm: bool = False             # PyTorch runs it as a BLAS matrix product over its operands'
+                                   # last dims (cuBLAS's tensor-core kernels want each row to span
+                                   # a multiple of 4 bytes at least: cost.compute.rows_aligned)
 
     def __post_init__(self) -> None:
         if self.view not in (None, *VIEWS) or self.saves not in SAVES:
@@ -278,7 +281,7 @@ def op(fn: Callable | None = None, *, name: str | None = None, weights: Sequence
        view: str | None = None, saves: str | None = None, follows: bool = False,
        float32_math: str = "float32", matrix_engine: bool = False,
        keeps_inside: Sequence[tuple[float, str | None]] = (), fused_saves: bool = False,
-       output_like_input: bool = False) -> Any:
+       output_like_input: bool = False, gemm: bool = False) -> Any:
     """Declare an operator by what it computes. See the module docstring.
 
     `weights`: the tensor parameters that are weights. `shape(*inputs, **attrs)`: the output shape,
@@ -297,7 +300,9 @@ def op(fn: Callable | None = None, *, name: str | None = None, weights: Sequence
     log-probabilities ((1.0, None),). `fused_saves`: the runtime runs one fused kernel
     keeping what `saves` says, where capture traced a decomposed reference that keeps other tensors
     (attention: q, k, v and the output, not the math path's weights). `output_like_input`: its
-    kernel lays the output out in memory as its first input lies, not row-major.
+    kernel lays the output out in memory as its first input lies, not row-major. `gemm`: PyTorch
+    runs it as one BLAS matrix product (mm, bmm, matmul, linear, addmm), whose tensor-core kernels
+    slow down when a row of its operands or result is an odd number of 2-byte elements.
     """
 
     def wrap(f: Callable) -> OpDef:
@@ -306,7 +311,7 @@ def op(fn: Callable | None = None, *, name: str | None = None, weights: Sequence
         return OpDef(name or f.__name__, f, frozenset(weights), shape, flops, doc.split("\n")[0],
                      _normalize_example(example), view, kept, follows, float32_math, matrix_engine,
                      tuple((float(m), w) for m, w in keeps_inside),
-                     output_like_input, fused_saves)
+                     output_like_input, fused_saves, gemm)
 
     return wrap(fn) if fn is not None else wrap
 

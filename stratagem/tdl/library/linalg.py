@@ -17,19 +17,19 @@ def lead_names(count: int) -> list[str]:
     return {0: [], 1: ["b"], 2: ["b", "s"]}.get(count) or names("d", range(count))
 
 
-@op(example=([5, 7], [7, 6]))
+@op(gemm=True, example=([5, 7], [7, 6]))
 def mm(x, y):
     """x @ y for matrices [M, K] @ [K, N]."""
     return lambda m, n: Sum(lambda k: x[m, k] * y[k, n])
 
 
-@op(example=([3, 5, 7], [3, 7, 6]))
+@op(gemm=True, example=([3, 5, 7], [3, 7, 6]))
 def bmm(x, y):
     """Batched x @ y: [B, M, K] @ [B, K, N]."""
     return lambda b, m, n: Sum(lambda k: x[b, m, k] * y[b, k, n])
 
 
-@op(example=([2, 1, 5, 7], [3, 7, 6]))
+@op(gemm=True, example=([2, 1, 5, 7], [3, 7, 6]))
 def matmul(x, y):
     """torch.matmul: 1-D operands are vectors; leading dims broadcast."""
     if x.ndim == 0 or y.ndim == 0:
@@ -56,7 +56,7 @@ def matmul(x, y):
     return Compute(out_names, body)
 
 
-@op(weights=("weight", "bias"), example=([5, 7], [6, 7], [6]))
+@op(gemm=True, weights=("weight", "bias"), example=([5, 7], [6, 7], [6]))
 def linear(x, weight, bias=None):
     """x @ weight.T + bias over x's last dim; leading dims are kept."""
     lead = lead_names(x.ndim - 1)
@@ -69,7 +69,7 @@ def linear(x, weight, bias=None):
     return Compute([*lead, "j"], body)
 
 
-@op(example=([5, 7], [7, 6], [6]))
+@op(gemm=True, example=([5, 7], [7, 6], [6]))
 def addmm(mat1, mat2, input, *, beta=1, alpha=1):  # noqa: A002 - ATen's argument name
     """beta * input + alpha * (mat1 @ mat2), input broadcast to [M, N]."""
     shape = (mat1.shape[0], mat2.shape[1])
