@@ -11,8 +11,8 @@ for contractions (a top-level sum over a product of two inputs: matmul, convolut
 a is 1, or the device's `unaligned_gemm_factor` for a BLAS matrix product on tensor cores (its
 record's `gemm`, math other than IEEE float32) whose rows are not all multiples of 4 bytes
 (`rows_aligned`: an odd bf16 width, GPT-2's 50,257-word LM head). R is what the runtime moves
-drawing the op's counter-based random numbers (`OpWork.random_draws` x tdl.rng.MASK_BYTES_PER_DRAW),
-in the forward only.
+drawing the op's counter-based random numbers (`OpWork.mask_bytes`: tdl.rng.MASK_BYTES_PER_DRAW
+per draw), in the forward only.
 
 Backward: one kernel per input that needs a gradient. For an op on the matrix engine, an input
 that is a factor of its contraction (`Analysis.contraction_operands`: x and W of y = x . W + b)
@@ -37,7 +37,6 @@ from stratagem.cost.compute_table import ComputeTable, ProfileRequest
 from stratagem.errors import ConfigError
 from stratagem.ir import dtype_bytes
 from stratagem.tdl.expr import Access, Apply
-from stratagem.tdl.rng import MASK_BYTES_PER_DRAW
 
 
 # cuBLAS's tensor-core kernels load rows in 16-, 8- or 4-byte vectors; a row of an odd number of
@@ -61,7 +60,7 @@ class OpWork:
     matrix: bool
     operands: frozenset[int] = frozenset()    # inputs that are factors of its contraction
     gemm: bool = False                        # its record's `gemm`: one BLAS matrix product
-    random_draws: float = 0.0                 # counter-based random numbers it draws (tdl.rng)
+    mask_bytes: float = 0.0                   # bytes its forward moves drawing random numbers
 
 
 @dataclass(frozen=True)
@@ -133,9 +132,9 @@ class ComputeModel:
             slowdown = self.device.unaligned_gemm_factor
         kernel = roofline_time_s(self.device, work.flops, work.num_bytes, work.dtype, work.matrix, slowdown)
         forward = kernel
-        if work.random_draws:
-            forward = roofline_time_s(self.device, work.flops, work.num_bytes + work.random_draws * MASK_BYTES_PER_DRAW,
-                                      work.dtype, work.matrix, slowdown)
+        if work.mask_bytes:
+            forward = roofline_time_s(self.device, work.flops, work.num_bytes + work.mask_bytes, work.dtype,
+                                      work.matrix, slowdown)
         backward = self._backward_s(work.request, kernel, work.dtype, work.operands if work.matrix else None)
         return ComputeTimes(forward, backward, "roofline")
 

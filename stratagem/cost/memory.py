@@ -22,10 +22,8 @@ Capture records no `saved` for an op whose record says the runtime runs one fuse
 what `saves` says (`fused_saves`: attention), where capture traced a decomposed reference.
 What a kernel keeps that is neither an input nor the output (`kept_inside_bytes`: cross-entropy's
 log-probabilities, RMSNorm's normalized input) is the record's `keeps_inside` (multiples of its
-first input's local bytes, some only when an optional input is given), and its `keeps_per_draw`
-per counter-based random number it draws (dropout's mask; attention with dropout, which the runtime
-runs as its math path, its mask, weights and dropped weights), kept from its forward until its
-backward as the saved tensors are.
+first input's local bytes, some only when an optional input is given), kept from its forward
+until its backward as the saved tensors are.
 
 Which op outputs share their input's storage (PyTorch views: transpose, permute, expand, squeeze,
 slicing, a reshape of a contiguous tensor) is the op's record too (its `view`, tdl.trace.VIEWS):
@@ -142,18 +140,16 @@ def _elementwise(graph: Graph, op: Op, analyses: AnalysisCache | None) -> bool:
     return (analyses[op.name] if analyses is not None else analyze_op(graph, op)).is_elementwise
 
 
-def kept_inside_bytes(graph: Graph, op: Op, first_input_local_elements: float, random_draws: float = 0.0
-                      ) -> float:
+def kept_inside_bytes(graph: Graph, op: Op, first_input_local_elements: float) -> float:
     """Bytes `op`'s kernel keeps for backward beyond its saved inputs and outputs (the record's
-    `keeps_inside` x its first input's local bytes, and its `keeps_per_draw` x the random numbers
-    it draws here); none when no input needs a gradient."""
+    `keeps_inside` x its first input's local bytes); none when no input needs a gradient."""
     record = LIBRARY.get(op.kind)
-    if record is None or not op.inputs or not any(t in graph.requires_grad for t in op.inputs):
+    if record is None or not record.keeps_inside or not op.inputs:
         return 0.0
-    itemsize = dtype_bytes(graph.tensors[op.inputs[0]].dtype)
+    if not any(t in graph.requires_grad for t in op.inputs):
+        return 0.0
     multiple = sum(m for m, given in record.keeps_inside if given is None or _given(record, op, given))
-    per_draw = record.keeps_per_draw[0] + record.keeps_per_draw[1] * itemsize
-    return multiple * first_input_local_elements * itemsize + per_draw * random_draws
+    return multiple * first_input_local_elements * dtype_bytes(graph.tensors[op.inputs[0]].dtype)
 
 
 def _given(record, op: Op, parameter: str) -> bool:

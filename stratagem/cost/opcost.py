@@ -46,6 +46,7 @@ from stratagem.ir.ownership import PARAMETER_ROLES
 from stratagem.space import Configuration, Partial
 from stratagem.tdl.analysis import Analysis
 from stratagem.tdl.library import LIBRARY
+from stratagem.tdl.rng import MASK_BYTES_PER_DRAW
 from stratagem.space.tensor_layout import TensorLayout, output_layout
 
 LOW_PRECISION = ("bfloat16", "float16")
@@ -91,7 +92,7 @@ def work_of(described: DescribedWork) -> OpWork:
     view = record is not None and record.view is not None
     return OpWork(described.request, described.flops, 0.0 if view else described.num_bytes,
                   math_dtype(kind, described.dtype), described.contraction or (record is not None and record.matrix_engine),
-                  described.operands, record is not None and record.gemm, described.random_draws)
+                  described.operands, record is not None and record.gemm, described.random_draws * MASK_BYTES_PER_DRAW)
 
 
 def math_dtype(kind: str, dtype: str) -> str:
@@ -166,8 +167,7 @@ def build_op_cost(model, op_name: str, config: Configuration) -> OpCost:
     backward_s = times.backward_time_s + (times.forward_time_s if recomputed else 0.0)
     return OpCost(times.forward_time_s, backward_s,
                   _update_time_s(model, op, inputs, shards), sync,
-                  sum((s.time_s for s in sync), 0.0), _memory(model, op, inputs, output, shards, sharded, copies, recomputed,
-                          work.random_draws),
+                  sum((s.time_s for s in sync), 0.0), _memory(model, op, inputs, output, shards, sharded, copies, recomputed),
                   times.source, gather, bool(gather) and (config.state == "sharded" or recomputed), copies)
 
 
@@ -279,8 +279,7 @@ def _update_time_s(model, op, inputs: list[TensorLayout], shards: dict[int, int]
 
 
 def _memory(model, op, inputs: list[TensorLayout], output: TensorLayout, shards: dict[int, int],
-            sharded: dict[int, ShardedWeight], copies: WeightCopies, recomputed: bool,
-            random_draws: float) -> MemoryCost:
+            sharded: dict[int, ShardedWeight], copies: WeightCopies, recomputed: bool) -> MemoryCost:
     """A weight held sharded has its weight, gradient and optimizer state in its stored layout;
     `shards` (with `shard_updates`) divides optimizer state only; weights are held in
     `held_itemsize`. A weight copy kept until backward counts with the saved activations, and so
@@ -298,17 +297,16 @@ def _memory(model, op, inputs: list[TensorLayout], output: TensorLayout, shards:
         elements = inputs[i].local_num_elements(spec.shape) / shards[i]
         optimizer += elements * model.optimizer.state_bytes_per_element(held_itemsize(model, spec))
     saved = saved_tensors(graph, op)
-    inside = 0.0 if recomputed or not inputs else kept_inside(graph, op, inputs[0], random_draws)
+    inside = 0.0 if recomputed or not inputs else kept_inside(graph, op, inputs[0])
     activation = sum(_local_bytes(graph, t, output if t in op.outputs else inputs[op.inputs.index(t)])
                      for t in saved) + copies.kept_bytes + inside
     temporary = sum(_local_bytes(graph, t, output) for t in op.outputs if t not in saved)
     return MemoryCost(parameter, gradient, optimizer, activation, temporary, inside)
 
 
-def kept_inside(graph, op, first_input: TensorLayout | None, random_draws: float = 0.0) -> float:
+def kept_inside(graph, op, first_input: TensorLayout | None) -> float:
     """What `op`'s kernel keeps for backward besides its saved tensors, its first input laid out
-    as `first_input`, drawing `random_draws` random numbers."""
+    as `first_input`."""
     if first_input is None:
         return 0.0
-    return kept_inside_bytes(graph, op, first_input.local_num_elements(graph.tensors[op.inputs[0]].shape),
-                             random_draws)
+    return kept_inside_bytes(graph, op, first_input.local_num_elements(graph.tensors[op.inputs[0]].shape))

@@ -185,10 +185,6 @@ class OpDef:
     gemm: bool = False             # PyTorch runs it as a BLAS matrix product over its operands'
                                    # last dims (cuBLAS's tensor-core kernels want each row to span
                                    # a multiple of 4 bytes at least: cost.compute.rows_aligned)
-    keeps_per_draw: tuple[float, float] = (0.0, 0.0)
-                                   # what the runtime keeps for backward per counter-based random
-                                   # number the op draws (Analysis.random_draws): (bytes, multiples
-                                   # of its first input's itemsize)
 
     def __post_init__(self) -> None:
         if self.view not in (None, *VIEWS) or self.saves not in SAVES:
@@ -285,8 +281,7 @@ def op(fn: Callable | None = None, *, name: str | None = None, weights: Sequence
        view: str | None = None, saves: str | None = None, follows: bool = False,
        float32_math: str = "float32", matrix_engine: bool = False,
        keeps_inside: Sequence[tuple[float, str | None]] = (), fused_saves: bool = False,
-       output_like_input: bool = False, gemm: bool = False,
-       keeps_per_draw: tuple[float, float] = (0.0, 0.0)) -> Any:
+       output_like_input: bool = False, gemm: bool = False) -> Any:
     """Declare an operator by what it computes. See the module docstring.
 
     `weights`: the tensor parameters that are weights. `shape(*inputs, **attrs)`: the output shape,
@@ -308,8 +303,6 @@ def op(fn: Callable | None = None, *, name: str | None = None, weights: Sequence
     kernel lays the output out in memory as its first input lies, not row-major. `gemm`: PyTorch
     runs it as one BLAS matrix product (mm, bmm, matmul, linear, addmm), whose tensor-core kernels
     slow down when a row of its operands or result is an odd number of 2-byte elements.
-    `keeps_per_draw`: what the runtime keeps for backward per random number the op draws, as
-    (bytes, multiples of its first input's itemsize): dropout's boolean mask (1, 0).
     """
 
     def wrap(f: Callable) -> OpDef:
@@ -318,8 +311,7 @@ def op(fn: Callable | None = None, *, name: str | None = None, weights: Sequence
         return OpDef(name or f.__name__, f, frozenset(weights), shape, flops, doc.split("\n")[0],
                      _normalize_example(example), view, kept, follows, float32_math, matrix_engine,
                      tuple((float(m), w) for m, w in keeps_inside),
-                     output_like_input, fused_saves, gemm,
-                     (float(keeps_per_draw[0]), float(keeps_per_draw[1])))
+                     output_like_input, fused_saves, gemm)
 
     return wrap(fn) if fn is not None else wrap
 

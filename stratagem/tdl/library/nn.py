@@ -84,11 +84,8 @@ def _attention_shapes(q, k, v, enable_gqa):
     return heads // kv_heads
 
 
-# With dropout the runtime runs attention as its math path (frontend.torch_impl.nn.attention_with_keep:
-# the mask must be the counter-based one) and keeps per weight the mask, the softmax's output and the
-# dropped weights: keeps_per_draw (1 byte, 2 itemsizes).
 @op(saves="inputs_and_output", fused_saves=True, output_like_input=True, flops=_attention_flops,
-    matrix_engine=True, keeps_per_draw=(1, 2),
+    matrix_engine=True,
     shape=lambda q, k, v, attn_mask=None, **_: (*q.shape[:3], v.shape[3]),
     example=(([2, 4, 5, 3], [2, 2, 6, 3], [2, 2, 6, 3]),
                                      {"is_causal": True, "enable_gqa": True}))
@@ -181,7 +178,7 @@ def gated_lstm_cell(x, hx, cx, w_ih, w_hh, b_ih=None, b_hh=None):
             lambda b, j: cell(b, j))
 
 
-@op(saves="nothing", follows=True, keeps_per_draw=(1, 0), example=(([4, 6],), {"p": 0.25, "train": True}))
+@op(saves="nothing", follows=True, example=(([4, 6],), {"p": 0.25, "train": True}))
 def dropout(x, *, p=0.5, train=False, seed=0):
     """x / (1 - p) where uniform(seed, position) >= p, else 0; x itself when not training.
 
