@@ -399,6 +399,8 @@ class Analysis:
     def random_draws(self, local: Mapping[str, int] | None = None) -> float:
         """Counter-based random numbers (tdl.rng) one worker draws under the given local extents:
         dropout's one per element, attention's one per weight of [B, H, L, S]."""
+        if not self.draw_polynomial.terms:
+            return 0.0
         return self.draw_polynomial.evaluate(self._local_extents(dict(local or {})))
 
     def _local_extents(self, local: Mapping[str, int]) -> dict[int, int]:
