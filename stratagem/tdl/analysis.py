@@ -442,7 +442,7 @@ def _symbol_names(variables: Mapping[str, IndexVar]) -> dict[str, str]:
     return names
 
 
-# ---- top-level reduction (case 2) ---------------------------------------------------------------
+# ---- contractions' factors (cost facts) ---------------------------------------------------------
 
 def _product_factors(value: Value) -> set[int]:
     """Positions of the inputs that are factors of a product with another input in `value`: a
@@ -468,6 +468,8 @@ def _direct_reads(value: Value) -> set[int]:
             stack.extend(children(node))
     return reads
 
+
+# ---- top-level reduction (case 2) ---------------------------------------------------------------
 
 def _top_level_reduction(desc: Description) -> TopReduction | None:
     if len(desc.outputs) != 1:
