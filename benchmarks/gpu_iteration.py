@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
+from benchmarks.fidelity_cpu import spread_s
 from stratagem.files import atomic_write_json
 
 # (zoo model, batch size): a decoder in fp32 and one in bf16-mixed, the papers' Transformer, WResNet
@@ -147,14 +147,6 @@ def cuda_time_s(torch, fn, repeats: int = 20) -> float:
 
 def batch_of(report: dict) -> int:
     return dict(MODELS)[report["model"]]
-
-
-def spread_s(times: list[float]) -> float:
-    """Half the interquartile range of the timed steps."""
-    if len(times) < 4:
-        return (max(times) - min(times)) / 2
-    quartiles = statistics.quantiles(times, n=4)
-    return (quartiles[2] - quartiles[0]) / 2
 
 
 def error(measured: float, predicted: float) -> float:
