@@ -32,6 +32,7 @@ from stratagem.cost.compute import ComputeModel
 from stratagem.cost.compute_table import ComputeTable, ProfileRequest
 from stratagem.cost.costs import EdgeCost, OpCost, PlanCost
 from stratagem.cost.edgecost import EdgeFacts, consumer_layouts, edge_facts, priced_edge, source_layouts
+from stratagem.cost.made import descendant_bits, later_kept_bytes, made_bytes
 from stratagem.cost.memory import Optimizer, kept_tensors, saved_tensors, viewed_input
 from stratagem.cost.opcost import OpFacts, OpWork, build_op_cost, op_facts, op_work
 from stratagem.cost.oplayouts import OpLayouts
@@ -106,6 +107,8 @@ class CostModel:
         self._edges_of: Mapping[str, tuple[int, ...]] | None = None
         self._transients: dict[tuple, Any] = {}      # cost.transient's terms by their arguments
         self._shared: tuple[SharedTensor, ...] | None = None
+        self._later: Mapping[str, float] | None = None
+        self._descendants: tuple[int, ...] | None = None
 
     # ---- public API ---------------------------------------------------------------------------------
     def recomputing(self, names: tuple[str, ...]) -> "CostModel":
@@ -214,6 +217,20 @@ class CostModel:
         return self._kept
 
     @property
+    def descendants(self) -> tuple[int, ...]:
+        """Per op in program order, its descendants as a bit set (cost.made.descendant_bits), once."""
+        if self._descendants is None:
+            self._descendants = descendant_bits(self.graph)
+        return self._descendants
+
+    @property
+    def later_kept(self) -> Mapping[str, float]:
+        """Per op, what its descendants keep for backward at the least (cost.made.later_kept_bytes), once."""
+        if self._later is None:
+            self._later = MappingProxyType(dict(later_kept_bytes(self)))
+        return self._later
+
+    @property
     def viewed_inputs(self) -> Mapping[str, str | None]:
         """Per op, the activation its output is a view of, or None (cost.memory.viewed_input), once."""
         if self._viewed is None:
@@ -316,6 +333,14 @@ class CostModel:
         if found is None:
             found = self._transients[key] = input_transient_bytes(self, edge, src_config, dst_config, option,
                                                                   kept_by_another)
+        return found
+
+    def op_made(self, op_name: str, config: Configuration) -> float:
+        """cost.made.made_bytes, memoized."""
+        key = ("made", op_name, config)
+        found = self._transients.get(key)
+        if found is None:
+            found = self._transients[key] = made_bytes(self, op_name, config)
         return found
 
     def op_transient(self, op_name: str, config: Configuration) -> float:

@@ -6,9 +6,10 @@ Per device, the peak memory of a training iteration under strategy S is modelled
     peak(S) = P(S) + T(S)
     P(S)    = what stays until backward, additive along the graph (TensorOpt Eq. 3's memory):
               weights, gradients, optimizer state, saved activations, kept re-scheduled copies
-    T(S)    = max over ops q of what lives only around q's forward:
-        T_q = max( own_q + sum_e L_e,                      while q runs
-                   sum_e H_e + max_e (P_e - H_e) )         while input e is re-scheduled
+    T(S)    = max over ops q of what lives around q's forward beyond what P(S) holds by then:
+        T_q = max( own_q + sum_e L_e,                                while q runs
+                   sum_e H_e + max_e (P_e - H_e) - made_q )          while input e is re-scheduled
+              - later_q
     with, per input edge e of q (configurations of both ends, reuse option r):
         s_e = the source's buffer, unless it is kept for backward (by its producer, or by a
               consumer reading it as it is: this one, or another, cost.sharing's flag for FT);
@@ -20,18 +21,31 @@ Per device, the peak memory of a training iteration under strategy S is modelled
                        P_e = s_e + c_e + x_e (while it moves: the source is read into the copy)
         read as is:    L_e = H_e = P_e = s_e
         own_q = q's outputs that no op keeps for backward (a view has none: it aliases its input),
-                and the copies of its weights q makes for its forward and frees after it (gathered
-                under the "sharded" state, cast under mixed precision: cost.opcost)
+                the copies of its weights q makes for its forward and frees after it (gathered
+                under the "sharded" state, cast under mixed precision: cost.opcost), and each
+                output only its consumers keep, beyond |t| / n: P(S) counts it at the keepers'
+                copies (made after q runs, at least |t| / n) or at q's buffer (a consumer reading
+                it as it is), while q's buffer is live when q runs
+    and what P(S) counts that does not exist yet at that moment, at its least over strategies:
+        made_q  = what q's forward makes that stays until backward: what its kernel keeps inside
+                  (exact, per configuration), and each output some op keeps, at its bytes over
+                  the devices (no layout on them holds less: its blocks cover the tensor)
+        later_q = the same least made_j summed over q's descendants j (ops that read what q
+                  makes, at any distance: none of them has run forward when q does)
 An op holds all its inputs while it runs (a residual add: both summands and the sum); a source
 buffer re-scheduled into a copy is released once read, before the op's outputs appear.
 
+P(S) - later_q - made_q is at least what stays until backward and exists when q's input moves,
+so peak(S) bounds every moment of forward from above (what a view makes is its source's buffer,
+and weight copies kept for backward may be gathered early: neither is discounted). It equals the
+simulated peak where the peak comes while q runs and every descendant's kept tensors are at
+their least (split over every device, as data parallel and the lean plans keep them); it
+overestimates by how much more the descendants keep under S (replicated activations after an
+early large term). `benchmarks/frontier_agreement.py` measures by how much.
+
 Each (L_e, H_e, P_e) is pairwise in the configurations; FT carries T beside its sums
 (search.ft_peak: one FT pass per threshold on T), each op's term on one input edge that crosses
-groups, with levels for its other such inputs (search.levels). The simulator measures the peak on
-its timeline; the two agree where the peak comes at the end of forward (every saved activation
-live), as in the decoders' logits. Where the largest term comes early in forward while few
-activations are saved yet, the model overestimates the simulated peak;
-`benchmarks/frontier_agreement.py` measures by how much.
+groups, with levels for its other such inputs (search.levels).
 """
 
 from __future__ import annotations
@@ -42,6 +56,7 @@ from functools import reduce
 
 import numpy as np
 
+from stratagem.cost.made import later_on_devices, least_bytes
 from stratagem.cost.memory import keeps_copy, saved_tensors
 from stratagem.cost.sharing import kept_producer_buffers
 from stratagem.ir import dtype_bytes
@@ -49,16 +64,22 @@ from stratagem.space import Configuration, Edge
 
 
 def op_transient_bytes(model, op_name: str, config: Configuration) -> float:
-    """own_q(k): the op's outputs no op keeps for backward, per device of the configuration."""
+    """own_q(k), per device of the configuration (the module's formula)."""
     graph = model.graph
     op = graph.op(op_name)
     gathered = model.op_cost(op_name, config).weight_copies.forward_bytes
     if model.viewed_inputs[op_name] is not None:
         return gathered
     layout = model.layouts.output_layout(op_name, config)
-    kept = model.kept_tensors
-    return gathered + float(sum(layout.local_num_elements(graph.tensors[t].shape) * dtype_bytes(graph.tensors[t].dtype)
-                                for t in op.outputs if t not in kept))
+    kept, saved = model.kept_tensors, model.saved_by_op[op_name]
+    own = 0.0
+    for t in op.outputs:
+        buffer = layout.local_num_elements(graph.tensors[t].shape) * dtype_bytes(graph.tensors[t].dtype)
+        if t not in kept:
+            own += buffer
+        elif t not in saved:
+            own += buffer - least_bytes(model, t)
+    return gathered + own
 
 
 def input_transient_bytes(model, edge: Edge, src_config: Configuration | None, dst_config: Configuration,
@@ -108,25 +129,25 @@ def input_transient_table(model, edge: Edge, src_configs, dst_configs, costs, op
     return table
 
 
-def op_term(own, inputs: Sequence[tuple]):
-    """T_q from own_q and its inputs' (L, H, P) (the module's formula; scalars or broadcastable
-    arrays, where +inf marks a missing reuse option and stays +inf)."""
+def op_term(own, inputs: Sequence[tuple], made=0.0, later: float = 0.0):
+    """T_q from own_q, its inputs' (L, H, P), made_q and later_q (the module's formula; scalars or
+    broadcastable arrays, where +inf marks a missing reuse option and stays +inf)."""
     running = own + sum((lhp[0] for lhp in inputs), 0.0)
     if not inputs:
-        return running
-    if isinstance(own, float) and all(isinstance(x, float) for lhp in inputs for x in lhp):
-        return _scalar_term(running, inputs)        # the same arithmetic, without numpy's per-call cost
+        return running - later
+    if all(isinstance(x, float) for x in (own, made)) and all(isinstance(x, float) for lhp in inputs for x in lhp):
+        return _scalar_term(running, inputs, made) - later     # the same arithmetic, without numpy's per-call cost
     held = sum((lhp[1] for lhp in inputs), 0.0)
     with np.errstate(invalid="ignore"):
         moving = reduce(np.maximum, [np.where(np.isinf(lhp[2]), np.inf, np.subtract(lhp[2], lhp[1]))
                                      for lhp in inputs])
-    return np.maximum(running, held + moving)
+    return np.maximum(running, held + moving - made) - later
 
 
-def _scalar_term(running: float, inputs: Sequence[tuple[float, float, float]]) -> float:
+def _scalar_term(running: float, inputs: Sequence[tuple[float, float, float]], made: float) -> float:
     held = sum((lhp[1] for lhp in inputs), 0.0)
     moving = max(math.inf if math.isinf(p) else p - h for _, h, p in inputs)
-    return max(running, held + moving)
+    return max(running, held + moving - made)
 
 
 def _produced(model, edge: Edge) -> bool:
@@ -169,9 +190,11 @@ def transient_terms(model, strategy: Mapping[str, Configuration]) -> Iterator[tu
         src = strategy[edge.src_op] if edge.src_op else None
         inputs.setdefault(edge.dst_op, []).append(model.input_transient(
             edge, src, strategy[edge.dst_op], reuse.get(edge), edge.tensor in shared))
+    later = later_on_devices(model, strategy)
     for op in model.graph.ops:
         config = strategy[op.name]
-        yield (float(op_term(model.op_transient(op.name, config), inputs.get(op.name, []))),
+        yield (float(op_term(model.op_transient(op.name, config), inputs.get(op.name, []),
+                             model.op_made(op.name, config), later[op.name])),
                config.devices, op.name)
 
 

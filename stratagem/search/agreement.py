@@ -2,11 +2,12 @@
 
 FT prices a strategy by the cost model's sums (search.space.additive_cost): what stays until
 backward, summed over every op and edge as if all ran on each device, plus the largest transient
-term (cost.transient) as if it came while every activation is kept. The simulator measures the
-peak on its timeline. They agree within `MEMORY_AGREEMENT` where the peak comes at the end of
-forward with one large transient; elsewhere (the largest transient early in forward, ops on
-disjoint device blocks, transients that overlap) the plan carries `memory_gap`: both figures,
-where FT's largest transient is, and where and when the simulated peak is, with what is held then.
+term (cost.transient), from which what the op's descendants keep is taken at its least (split
+over every device: cost.made). The simulator measures the peak on its timeline. They agree
+within `MEMORY_AGREEMENT` where the descendants of the op at the peak keep their tensors split
+over every device; elsewhere (descendants that keep more, ops on disjoint device blocks,
+transients that overlap) the plan carries `memory_gap`: both figures, where FT's largest
+transient is, and where and when the simulated peak is, with what is held then.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ def memory_gap_note(model, strategy: Mapping[str, Configuration], additive_memor
     side = "over" if additive_memory_bytes > peak else "under"
     return (f"FT's memory {_mib(additive_memory_bytes)} is {abs(additive_memory_bytes / peak - 1):.1%} {side} "
             f"the simulated peak {_mib(peak)}. FT adds what stays until backward over every op and "
-            f"its largest transient ({_mib(transient_bytes)} at {where or 'none'}) as if it came with "
-            f"every activation kept; simulated, device {breakdown.device} peaks at "
+            f"its largest transient ({_mib(transient_bytes)} at {where or 'none'}, less what the op's "
+            f"descendants keep, at its least); simulated, device {breakdown.device} peaks at "
             f"{breakdown.time_s * 1e3:.3f} ms, during {breakdown.running or 'no task'}, holding most "
             f"in {held or 'nothing'}.")
 

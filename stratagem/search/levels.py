@@ -40,21 +40,23 @@ from stratagem.cost.transient import input_transient_bytes, op_term, op_transien
 from stratagem.search.problem import EdgeCosts
 
 MAX_LEVELS = 2              # digit values of one crossing input at most
-MAX_LEVELS_PER_GROUP = 2    # digit combinations a group's index grows by at most (FT's time grows with it)
+MAX_LEVELS_PER_GROUP = 4    # digit combinations a group's index grows by at most (FT's time grows with it)
 LEVEL_TOLERANCE = 0.005     # triples closer than this share of the op's largest input P share a digit
 
 
 @dataclass(frozen=True)
 class Known:
-    """own_q and the (L, H, P) of q's inputs known from its group's index (vectors or arrays)."""
+    """own_q, made_q and the (L, H, P) of q's inputs known from its group's index (vectors or
+    arrays); later_q is the op's, not its index's (twins share their Known, not their later_q)."""
     own: np.ndarray
     inputs: tuple[tuple, ...] = ()
+    made: np.ndarray | float = 0.0
 
     def plus(self, phases) -> "Known":
-        return Known(self.own, self.inputs + (tuple(phases),))
+        return Known(self.own, self.inputs + (tuple(phases),), self.made)
 
-    def term(self) -> np.ndarray:
-        return op_term(self.own, self.inputs)
+    def term(self, later: float) -> np.ndarray:
+        return op_term(self.own, self.inputs, self.made, later)
 
 
 @dataclass(frozen=True)
@@ -68,9 +70,10 @@ class Level:
 
 @dataclass(frozen=True)
 class Carrier:
-    """The edge carrying op q's term: its own (L, H, P) and q's known inputs."""
+    """The edge carrying op q's term: its own (L, H, P), q's known inputs and q's later_q."""
     phases: np.ndarray     # [3, R, K_src', K']
     known: Known           # vectors [K']
+    later: float = 0.0
 
 
 def member_inputs(model, group, members: Mapping[str, Sequence], n: int, flags, inner) -> dict[str, Known]:
@@ -80,7 +83,9 @@ def member_inputs(model, group, members: Mapping[str, Sequence], n: int, flags, 
     num_flags = 1 << len(flags)
     bit_of = {s.tensor: bit for bit, s in enumerate(flags)}
     found = {name: Known(np.repeat([op_transient_bytes(model, name, c) for c in members[name]], num_flags)
-                         .astype(float)) for name in group.members}
+                         .astype(float), (),
+                         np.repeat([model.op_made(name, c) for c in members[name]], num_flags).astype(float))
+             for name in group.members}
     for edge in inner:
         bit = bit_of.get(edge.tensor)
         by_kept = {kept: np.repeat(np.array([input_transient_bytes(
@@ -95,10 +100,11 @@ def member_inputs(model, group, members: Mapping[str, Sequence], n: int, flags, 
 
 
 def fold(edges: list[EdgeCosts], phases: Mapping[int, np.ndarray], crossing: Mapping[str, Sequence[int]],
-         known: Mapping[str, Known], group_of: Mapping[str, int], num_groups: int
+         known: Mapping[str, Known], group_of: Mapping[str, int], num_groups: int, later: Mapping[str, float]
          ) -> tuple[tuple[tuple[Level, ...], ...], dict[int, Carrier]]:
     """Per op with crossing inputs (`crossing[q]`: problem edges; `phases[i]`: edge i's
-    [3, R, K_src', K_dst'] (L, H, P)): its carrier, and the digits each group's index needs."""
+    [3, R, K_src', K_dst'] (L, H, P)): its carrier, and the digits each group's index needs
+    (`later`: each op's later_q, cost.made)."""
     levels: list[list[Level]] = [[] for _ in range(num_groups)]
     combos = [1] * num_groups
     carriers: dict[int, Carrier] = {}
@@ -114,7 +120,7 @@ def fold(edges: list[EdgeCosts], phases: Mapping[int, np.ndarray], crossing: Map
             else:
                 levels[g].append(Level(i, carrier, values, phases[i]))
                 combos[g] *= values.shape[1]
-        carriers[carrier] = Carrier(phases[carrier], kept)
+        carriers[carrier] = Carrier(phases[carrier], kept, later[q])
     return tuple(tuple(found) for found in levels), carriers
 
 
@@ -169,7 +175,9 @@ def _carrier_term(carrier: Carrier, levels: Sequence[Level], edge: int, ls: int)
     inputs = [tuple(v[None, None, :, None] for v in lhp) for lhp in carrier.known.inputs]
     inputs += [tuple(level.values[:, digits, c][None, None] for c in range(3)) for level, digits in mine]
     inputs.append(tuple(p[..., None] for p in phases))
-    term = op_term(carrier.known.own[None, None, :, None], inputs)
+    made = carrier.known.made
+    term = op_term(carrier.known.own[None, None, :, None], inputs,
+                   made[None, None, :, None] if isinstance(made, np.ndarray) else made, carrier.later)
     term = np.broadcast_to(term, phases.shape[1:] + (count,))
     return term.reshape(phases.shape[1], phases.shape[2], -1)
 

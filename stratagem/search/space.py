@@ -130,7 +130,7 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
     with phase(progress, "cost tables: edges", len(model.edges())):
         edges, cross, crossing, phases = _cross_edge_tables(model, members, flags, group_of, progress)
     node_mem, node_time, node_transient, known = nodes
-    levels, carriers = fold(edges, phases, crossing, known, group_of, len(groups))
+    levels, carriers = fold(edges, phases, crossing, known, group_of, len(groups), model.later_kept)
     (node_mem, node_time, node_transient), edges = expand([node_mem, node_time, node_transient], edges, levels,
                                                           carriers)
     problem = CostProblem(tuple(node_mem), tuple(node_time), tuple(edges),
@@ -163,7 +163,6 @@ def _node_tables(model, groups, configs, members, flags, group_of, twin, progres
         if twin[g] < g:
             node_mem.append(node_mem[twin[g]])
             node_time.append(node_time[twin[g]])
-            node_transient.append(node_transient[twin[g]])
             found_by_group.append(found_by_group[twin[g]])
         else:
             m, t = _node_costs(model, group, members[g], len(configs[g]), group_of, g)
@@ -171,8 +170,10 @@ def _node_tables(model, groups, configs, members, flags, group_of, twin, progres
             node_mem.append(expand_nodes(m, 1 << len(flags[g]), extra))
             node_time.append(expand_nodes(t, 1 << len(flags[g])))
             found = member_inputs(model, group, members[g], len(configs[g]), flags[g], inner[g])
-            node_transient.append(np.max(np.stack([inputs.term() for inputs in found.values()]), axis=0))
             found_by_group.append([found[name] for name in group.members])
+        later = model.later_kept          # a twin's members have later_q of their own: their terms differ
+        node_transient.append(np.max(np.stack([inputs.term(later[name])
+                                               for name, inputs in zip(group.members, found_by_group[g])]), axis=0))
         known.update(zip(group.members, found_by_group[g]))
         progress.advance()
     return node_mem, node_time, node_transient, known

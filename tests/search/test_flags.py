@@ -107,20 +107,25 @@ def test_a_flagged_edge_inside_a_group_counts_the_kept_buffer_only_when_its_bit_
     pairs = [(a, b) for a in model.configurations("add") for b in model.configurations("fc1")]
     members = {"fc1": tuple(b for _, b in pairs), "add": tuple(a for a, _ in pairs)}
     found = member_inputs(model, Group("fc1", ("fc1", "add"), "single"), members, len(pairs), (shared,), [edge])
-    reader, producer = found["fc1"].term(), found["add"].term()
+    later = model.later_kept
+    reader, producer = found["fc1"].term(later["fc1"]), found["add"].term(later["add"])
     differs = 0
     for k, (a, b) in enumerate(pairs):
         own = op_transient_bytes(model, "fc1", b)
-        clear, kept = (op_term(own, [input_transient_bytes(model, edge, a, b, None, flag)]) for flag in (False, True))
+        clear, kept = (op_term(own, [input_transient_bytes(model, edge, a, b, None, flag)], model.op_made("fc1", b),
+                               later["fc1"]) for flag in (False, True))
         assert (reader[2 * k], reader[2 * k + 1]) == (clear, kept)
-        assert producer[2 * k] == producer[2 * k + 1] == op_transient_bytes(model, "add", a)
+        assert producer[2 * k] == producer[2 * k + 1] == op_transient_bytes(model, "add", a) - later["add"]
         differs += clear != kept
     assert differs > 0
 
 
 def test_unflagged_shared_tensors_are_overcharged_never_undercharged(model, monkeypatch):
     """Past MAX_FLAGS_PER_GROUP a shared tensor keeps the edge prices: FT's memory is at least the
-    exact count for every strategy, and equal to it where at most one reader reads it as it is."""
+    exact count for every strategy, and above it wherever two readers keep one buffer (the credit
+    the flags give is missed). Where one reader keeps the buffer as it is, another reader's
+    transient term does not know it and counts the buffer too, which shows once no earlier term
+    is larger (cost.made's discounts)."""
     import stratagem.search.flags as flags
     monkeypatch.setattr(flags, "MAX_FLAGS_PER_GROUP", 0)
     unflagged = build_uncapped_space(model, coarsening=False)
@@ -128,7 +133,7 @@ def test_unflagged_shared_tensors_are_overcharged_never_undercharged(model, monk
     over = 0
     for strategy, found, exact in bounded_strategies(model, unflagged):
         shared = sum(amount for amount, _ in sharing_credits(model, strategy))
-        assert (found > exact * (1 + 1e-12)) == (shared > 0)
+        assert found > exact * (1 + 1e-12) or not shared
         over += shared > 0
     assert over > 0
 
@@ -155,4 +160,6 @@ def test_structurally_equal_flagged_edges_share_one_expansion_and_it_is_each_one
         from stratagem.cost.transient import op_term, op_transient_bytes
         reader = [op_transient_bytes(model, edge.dst_op, c) for c in dst_configs]
         reader = np.repeat(reader, space.num_flags(gd))[None, None, :]
-        np.testing.assert_array_equal(costs.transient, op_term(reader, [tuple(own[2])]))
+        made = np.repeat([model.op_made(edge.dst_op, c) for c in dst_configs], space.num_flags(gd))[None, None, :]
+        np.testing.assert_array_equal(costs.transient, op_term(reader, [tuple(own[2])], made,
+                                                               model.later_kept[edge.dst_op]))

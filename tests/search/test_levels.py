@@ -4,6 +4,7 @@ simulator."""
 
 from __future__ import annotations
 
+import itertools
 
 import pytest
 
@@ -55,15 +56,16 @@ def test_the_add_holds_both_summands_and_the_sum_and_so_does_the_simulator(model
 def test_re_scheduled_summands_are_counted_as_the_simulator_holds_them(model):
     """a and b produced split by features, the add by batch: both are re-scheduled before it
     runs; a source is released once read into its copy, so the largest moment is an input's move
-    (one source and copy, and the other input): three halves, as simulated. The cost model adds
-    it to every saved activation, s included, which fcc saves only after the add: its peak is
-    the simulated one plus s (the over-count of a transient early in forward)."""
+    (one source and copy, and the other input): three halves, as simulated. s, which fcc saves,
+    does not exist yet then (made_q: the add makes it), so the cost model's peak is the
+    simulated one; without that discount it would add s to the move (what it did before)."""
     features, batch = Configuration.of(j=2), Configuration.of(b=2)
     strategy = {"fca": features, "fcb": features, "add": Configuration.of(d0=2), "fcc": batch}
     assert all(model.edge_cost_in(Edge(t, p, "add"), strategy).forward_steps for t, p in (("a", "fca"), ("b", "fcb")))
     half = B // 2 * W * 4
-    assert plan_transient(model, strategy) == (3 * half, "add")
-    assert model.plan_cost(strategy).memory_bytes == simulate(model, strategy).peak_memory_bytes + half
+    assert model.op_made("add", strategy["add"]) == half and model.later_kept["add"] == 0.0
+    assert plan_transient(model, strategy) == (3 * half - half, "add")
+    assert model.plan_cost(strategy).memory_bytes == simulate(model, strategy).peak_memory_bytes
 
 
 def test_the_adds_second_input_gets_levels(space):
@@ -90,11 +92,18 @@ def test_ft_finds_the_exact_peak_frontier(model, space):
     assert_ft_finds_the_exact_frontier(model, space, (base for base, _ in space_assignments(space)))
 
 
-def test_past_the_caps_ft_overcharges_never_undercharges(model, space, capped):
+def test_past_the_caps_ft_overcharges_never_undercharges():
+    """Merged level runs stand for their largest triple, so FT may overcharge a strategy's peak,
+    never undercharge it (bounded_strategies checks every ninth strategy). On 4 devices some
+    re-schedulings need scratch, so an input's move, not the add's run, is its largest moment and
+    the merged runs show; on 2 the run dominates every strategy once the add's kept sum is
+    discounted from the move (made_q), and FT's peak is exact there."""
+    model = CostModel(residual(B, W), "v100-2x8", num_devices=4)
+    space, capped = build_uncapped_space(model, coarsening=False), build_search_space(model, coarsening=False)
     g = next(g for g, group in enumerate(capped.groups) if group.anchor == "add")
     assert capped.num_flags(g) < space.num_flags(g)
     over = 0
-    for strategy, least, exact in bounded_strategies(model, capped):
+    for strategy, least, exact in itertools.islice(bounded_strategies(model, capped), 0, None, 9):
         assert capped.problem.evaluate(capped.index_of(model, strategy))[0] == pytest.approx(least, rel=1e-12)
         over += least > exact * (1 + 1e-12)
     assert over > 0
