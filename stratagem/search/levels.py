@@ -1,8 +1,8 @@
 """Per-op transient terms in FT's pairwise problem (cost.transient):
 
-    T_q = max( own_q + sum_e L_e,  sum_e H_e + max_e (P_e - H_e) )
+    T_q = max( own_q + sum_e L_e,  sum_e H_e + max_e (P_e - H_e) - made_q ) - later_q
 
-FT's problem has node and edge terms only (search.problem). An op q of group g reads
+(made_q per q's configuration, later_q per op: cost.made). FT's problem has node and edge terms only (search.problem). An op q of group g reads
 
     known inputs     from a member of g, or from the data loader: (L, H, P) depend on g's index
     crossing inputs  from another group h: (L, H, P) depend on (k_h, k_g, r_e)
