@@ -48,7 +48,7 @@ def descendant_bits(graph) -> tuple[int, ...]:
 
 def later_kept_bytes(model) -> Mapping[str, float]:
     """later_q for every op q of the model's graph."""
-    least = np.array([_least_made_bytes(model, op.name) for op in model.graph.ops])
+    least = model.least_made
     return {op.name: _weighted(bits, least) for op, bits in zip(model.graph.ops, model.descendants)}
 
 
@@ -60,7 +60,7 @@ def later_on_devices(model, strategy: Mapping[str, Configuration]) -> Mapping[st
     if all(len(r) == model.num_devices for r in ranges.values()):
         return model.later_kept
     names = list(ranges)
-    least = np.array([_least_made_bytes(model, name) for name in names])
+    least = model.least_made
     found: dict[str, float] = {}
     by_range: dict[tuple[int, int], np.ndarray] = {}
     for name, bits in zip(names, model.descendants):
@@ -70,6 +70,11 @@ def later_on_devices(model, strategy: Mapping[str, Configuration]) -> Mapping[st
             by_range[key] = least * np.array([ranges[j].start <= r.start and r.stop <= ranges[j].stop for j in names])
         found[name] = _weighted(bits, by_range[key])
     return found
+
+
+def least_made(model) -> np.ndarray:
+    """least_j of every op in program order (CostModel.least_made keeps it)."""
+    return np.array([_least_made_bytes(model, op.name) for op in model.graph.ops])
 
 
 def _least_made_bytes(model, op_name: str) -> float:
@@ -104,4 +109,4 @@ def _weighted(bits: int, weights: np.ndarray) -> float:
     return float(weights[mask].sum())
 
 
-__all__ = ["descendant_bits", "later_kept_bytes", "later_on_devices", "least_bytes", "made_bytes"]
+__all__ = ["descendant_bits", "least_made", "later_kept_bytes", "later_on_devices", "least_bytes", "made_bytes"]

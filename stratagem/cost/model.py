@@ -32,7 +32,7 @@ from stratagem.cost.compute import ComputeModel
 from stratagem.cost.compute_table import ComputeTable, ProfileRequest
 from stratagem.cost.costs import EdgeCost, OpCost, PlanCost
 from stratagem.cost.edgecost import EdgeFacts, consumer_layouts, edge_facts, priced_edge, source_layouts
-from stratagem.cost.made import descendant_bits, later_kept_bytes, made_bytes
+from stratagem.cost.made import descendant_bits, later_kept_bytes, least_made, made_bytes
 from stratagem.cost.memory import Optimizer, kept_tensors, saved_tensors, viewed_input
 from stratagem.cost.opcost import OpFacts, OpWork, build_op_cost, op_facts, op_work
 from stratagem.cost.oplayouts import OpLayouts
@@ -109,6 +109,7 @@ class CostModel:
         self._shared: tuple[SharedTensor, ...] | None = None
         self._later: Mapping[str, float] | None = None
         self._descendants: tuple[int, ...] | None = None
+        self._least_made: np.ndarray | None = None
 
     # ---- public API ---------------------------------------------------------------------------------
     def recomputing(self, names: tuple[str, ...]) -> "CostModel":
@@ -222,6 +223,14 @@ class CostModel:
         if self._descendants is None:
             self._descendants = descendant_bits(self.graph)
         return self._descendants
+
+    @property
+    def least_made(self) -> np.ndarray:
+        """Per op in program order, what it makes that stays at the least (cost.made.least_made), once:
+        every simulated plan on device subsets asks for it."""
+        if self._least_made is None:
+            self._least_made = least_made(self)
+        return self._least_made
 
     @property
     def later_kept(self) -> Mapping[str, float]:
