@@ -48,6 +48,7 @@ class Cluster:
         self._weights: dict[tuple[int, int], float] = {}
         self._channels: dict[tuple[int, ...], Channels] = {}
         self._plans: dict[tuple[str, Groups], CollectivePlan] = {}
+        self._transfer_times: dict[tuple, float] = {}
 
     # ---- structure -----------------------------------------------------------------------------------
     @property
@@ -235,14 +236,22 @@ class Cluster:
 
     def transfers_time_s(self, transfers: Iterable[tuple[int, int, float]]) -> float:
         """Point-to-point transfers (src, dst, num_bytes) all at once, sharing the links they cross:
-        the busiest link's bytes over its bandwidth, after the slowest route's latency."""
-        moves = [(src, dst, num_bytes) for src, dst, num_bytes in transfers if src != dst and num_bytes > 0]
+        the busiest link's bytes over its bandwidth, after the slowest route's latency. Computed
+        once per set of transfers (re-scheduling prices the same halo pattern for many layouts)."""
+        moves = tuple((src, dst, num_bytes) for src, dst, num_bytes in transfers if src != dst and num_bytes > 0)
         if not moves:
             return 0.0
-        for src, dst, _ in moves:
-            self._check_device(src)
-            self._check_device(dst)
+        found = self._transfer_times.get(moves)
+        if found is None:
+            found = self._transfer_times[moves] = self._transfers_time_s(moves)
+        return found
+
+    def _transfers_time_s(self, moves: tuple[tuple[int, int, float], ...]) -> float:
         src, dst, num_bytes = (np.array(column) for column in zip(*moves))
+        if not (src.dtype.kind == dst.dtype.kind == "i" and min(src.min(), dst.min()) >= 0
+                and max(src.max(), dst.max()) < self.num_devices):
+            for d in (*src.tolist(), *dst.tolist()):
+                self._check_device(d)
         usage = self.link_usage(src, dst, num_bytes.astype(float))
         serial = usage.busiest_time_s()
         return min(p.base_latency_s + p.latency_scale * usage.latency_s + serial / p.bandwidth_factor

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from stratagem.cost.compute_table import ProfileRequest
 from stratagem.space.tensor_layout import TensorLayout, input_layout, output_layout
-from stratagem.cost.regions import input_boxes
+from stratagem.space.regions import input_boxes
 from stratagem.ir import Graph
 from stratagem.space import Configuration, OpLayout, SpaceOptions, enumerate_configurations, layout
 from stratagem.tdl.analysis import Analysis

@@ -1,7 +1,7 @@
 """Re-scheduling by point-to-point transfers of region intersections (FlexFlow §5.1).
 
 Used when no collective path exists: the device blocks differ, the meshes have no common
-refinement, or a placement is irregular (a halo). Pieces of the source (`pieces`): devices that
+refinement, or a placement is irregular (a halo). Pieces of the source (`TensorLayout.pieces`): devices that
 hold the same region of the same value (they differ only on R axes) form one piece with several
 holders; devices that differ on a P axis (or on an irregular axis, whose overlapping regions are
 partial gradient contributions) hold separate pieces that must all be summed.
@@ -16,51 +16,51 @@ partial gradient contributions) hold separate pieces that must all be summed.
 
 from __future__ import annotations
 
-import math
+import numpy as np
 
 from stratagem.cluster import Cluster
-from stratagem.space.tensor_layout import Box, TensorLayout
+from stratagem.space.tensor_layout import TensorLayout
 from stratagem.cost.redistribute import Redistribution
 from stratagem.cost.steps import CommStep
-from stratagem.space import REPLICATE, Partial
+from stratagem.space import Partial
 
 
-def pieces(layout: TensorLayout, shape: tuple[int, ...]) -> list[tuple[Box, tuple[int, ...]]]:
-    found: dict[tuple[int, ...], list[int]] = {}
-    for device in layout.devices:
-        coords = layout.coordinates(device)
-        key = tuple(c for c, p in zip(coords, layout.placements) if p != REPLICATE)
-        found.setdefault(key, []).append(device)
-    return [(layout.device_box(holders[0], shape), tuple(holders)) for holders in found.values()]
-
-
-def needs_value(layout: TensorLayout, device: int) -> bool:
-    """On a P axis only coordinate 0 holds the value; the others hold zeros."""
-    coords = layout.coordinates(device)
-    return all(c == 0 for c, p in zip(coords, layout.placements) if isinstance(p, Partial))
-
-
-def intersection_elements(a: Box, b: Box) -> int:
-    return math.prod(max(0, min(x1, y1) - max(x0, y0)) for (x0, x1), (y0, y1) in zip(a, b))
+def valued_devices(layout: TensorLayout) -> list[int]:
+    """The devices that need the value: on a P axis only coordinate 0 holds it; the others hold
+    zeros."""
+    coords = layout.all_coordinates()
+    partial = [a for a, p in enumerate(layout.placements) if isinstance(p, Partial)]
+    keep = ~np.any(coords[:, partial] != 0, axis=1) if partial else np.ones(len(coords), dtype=bool)
+    return [layout.first_device + int(d) for d in np.flatnonzero(keep)]
 
 
 def transfers(src: TensorLayout, dst: TensorLayout, shape: tuple[int, ...], itemsize: int,
               cluster: Cluster) -> dict[tuple[int, int], float]:
+    """The module's loops: the intersections of every destination's box with every piece at once
+    (numpy), then, in the same order (destination, then piece), each non-empty one."""
     moved: dict[tuple[int, int], float] = {}
     sent: dict[int, float] = {}
-    source = pieces(src, shape)
-    for e in dst.devices:
-        if not needs_value(dst, e):
+    have, holding = src.pieces(shape)
+    wanting = valued_devices(dst)
+    need = dst.device_boxes(shape)[[e - dst.first_device for e in wanting]]
+    overlap = (np.minimum(need[:, None, :, 1], have[None, :, :, 1])
+               - np.maximum(need[:, None, :, 0], have[None, :, :, 0]))
+    counts = np.prod(np.clip(overlap, 0, None), axis=2)
+    rows, cols = np.nonzero(counts)
+    if all(len(h) == 1 for h in holding):       # no R axis: each piece has one holder, each pair once
+        senders = np.array([h[0] for h in holding], dtype=np.int64)[cols]
+        receivers = np.array(wanting, dtype=np.int64)[rows]
+        apart = senders != receivers
+        return dict(zip(zip(senders[apart].tolist(), receivers[apart].tolist()),
+                        (counts[rows, cols][apart] * itemsize).astype(float).tolist()))
+    for i, j in zip(rows.tolist(), cols.tolist()):
+        e, holders, elements = wanting[i], holding[j], int(counts[i, j])
+        if e in holders:
             continue
-        need = dst.device_box(e, shape)
-        for box, holders in source:
-            elements = intersection_elements(box, need)
-            if elements == 0 or e in holders:
-                continue
-            h = holders[0] if len(holders) == 1 else min(
-                holders, key=lambda h: (cluster.route_weight_s(h, e), sent.get(h, 0.0), h))
-            moved[(h, e)] = moved.get((h, e), 0.0) + elements * itemsize
-            sent[h] = sent.get(h, 0.0) + elements * itemsize
+        h = holders[0] if len(holders) == 1 else min(
+            holders, key=lambda h: (cluster.route_weight_s(h, e), sent.get(h, 0.0), h))
+        moved[(h, e)] = moved.get((h, e), 0.0) + elements * itemsize
+        sent[h] = sent.get(h, 0.0) + elements * itemsize
     return moved
 
 

@@ -56,6 +56,7 @@ from stratagem.frontend.precision import cast_floating, recorded_constant, torch
 from stratagem.ir import Role, has_master_weights, weight_owner
 from stratagem.plan import Plan
 from stratagem.runtime.errors import ExecutionError
+from stratagem.runtime.halo import with_halo
 from stratagem.runtime.localops import run_local
 from stratagem.runtime.meshes import MeshBook, torch_placements
 from stratagem.runtime.move import move
@@ -255,6 +256,8 @@ class PlanModule(nn.Module):
         locals_, dropped = [], []
         for i, x in enumerate(args):
             local = x.to_local(grad_placements=_gradient_placements(step, i, x))
+            if i in step.halos:
+                local = with_halo(local, step.halos[i], self.meshes[step.mesh_shape])
             if step.view.reads[i]:
                 locals_.append(local)
             else:
@@ -361,6 +364,8 @@ def _gradient_placements(step: OpStep, i: int, x: DTensor) -> tuple:
     """Where input i's gradient lands: the layout's, or, for a one-device plan (no mesh axes; it
     runs on the mesh (1,)), replicated."""
     placements = step.layout.input_gradients[i] or (REPLICATE,) * x.device_mesh.ndim
+    if i in step.halos:      # the halo exchange's backward returns each rank's chunk: S(d)
+        placements = tuple(b if p is None else p for p, b in zip(placements, step.halos[i].base.placements))
     return torch_placements(placements)
 
 

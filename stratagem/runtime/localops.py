@@ -18,6 +18,10 @@ Adapters (each runs the kernel, or torch directly, then corrects it):
     attention_positions  attention with dropout over a split batch, head or query dim: the mask at
                        the attention weights' global positions in [B, H, L, S]
     vocab_parallel     embedding over a split vocabulary: rows outside the shard give zeros
+    window             convolution or pooling over split positions: the input arrives as this
+                       device's region (its rows and the halo, runtime.halo); padded or cropped by
+                       hand to exactly the rows its windows span (zeros, or -inf for max pooling,
+                       where they cross the whole tensor's padding), then the kernel without padding
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from stratagem.frontend.torch_impl.nn import attention_with_keep
 from stratagem.frontend.torch_impl.rng import uniform
 from stratagem.frontend.torch_ops import TORCH_OPS
 from stratagem.ir import Attrs
+from stratagem.runtime.errors import ExecutionError
 from stratagem.runtime.views import WorkerView, local_extent
 from stratagem.tdl.rng import dropout_counter
 
@@ -187,7 +192,49 @@ def _vocab_parallel(inputs, attrs, view, analysis):
     return F.embedding(local, weight) * inside.unsqueeze(-1).to(weight.dtype)
 
 
+def _window(inputs, attrs, view, analysis):
+    """Output rows [o0, o1) of a window (kernel k, stride s, padding p, dilation d) read input rows
+    [o0 s - p, (o1 - 1) s + d (k - 1) + 1 - p): rows below 0 or past the end are the padding."""
+    kind = analysis.desc.op_name
+    x, rank = inputs[0], int(kind[-2])
+    kernel = tuple(inputs[1].shape[2:]) if kind.startswith("conv") else _per_dim(attrs["kernel_size"], rank)
+    stride = _per_dim(attrs.get("stride") or kernel, rank)
+    padding, dilation = _per_dim(attrs.get("padding", 0), rank), _per_dim(attrs.get("dilation", 1), rank)
+    fill = float("-inf") if kind.startswith("max_pool") else 0.0
+    for i in range(rank):
+        dim, out = x.dim() - rank + i, len(view.out_box) - rank + i
+        (o0, o1), (i0, i1) = view.out_box[out], view.in_boxes[0][dim]
+        start = o0 * stride[i] - padding[i]
+        stop = (o1 - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 - padding[i]
+        x = _padded_to(x, dim, (i0, i1), (start, stop), analysis.input_shapes[0][dim], fill)
+    plain = {**attrs, "padding": 0, "ceil_mode": False} if "ceil_mode" in attrs else {**attrs, "padding": 0}
+    return TORCH_OPS[kind]([x, *inputs[1:]], plain, view.out_shape)
+
+
+def _per_dim(value, rank: int) -> tuple[int, ...]:
+    return tuple(value) if isinstance(value, (tuple, list)) and len(value) == rank else (
+        tuple(value) * rank if isinstance(value, (tuple, list)) else (value,) * rank)
+
+
+def _padded_to(x: torch.Tensor, dim: int, held: tuple[int, int], wanted: tuple[int, int], size: int,
+               fill: float) -> torch.Tensor:
+    """Rows `wanted` of the whole dim (of length `size`) from the rows `held`: cropped where held
+    has more, filled where wanted leaves the tensor."""
+    (i0, i1), (start, stop) = held, wanted
+    if (start < i0 and i0 > 0) or (stop > i1 and i1 < size):
+        raise ExecutionError("a window's input region misses rows inside the tensor",
+                             expected=f"rows {start}..{stop} of dim {dim} (padding outside 0..{size})",
+                             got=f"rows {i0}..{i1}", hint="the halo exchange (runtime.halo) delivered too few")
+    x = x.narrow(dim, max(start, i0) - i0, min(stop, i1) - max(start, i0))
+    before, after = max(0, i0 - start), max(0, stop - i1)
+    if before or after:
+        pad = [0, 0] * (x.dim() - 1 - dim) + [before, after]
+        x = F.pad(x, pad, value=fill)
+    return x
+
+
 ADAPTERS: Mapping[str, Adapter] = {
+    "window": _window,
     "rescale_count": _rescale_count,
     "positions_loss": _positions_loss,
     "whole_row": _whole_row,

@@ -19,13 +19,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from stratagem.cost.oplayouts import OpLayouts
 from stratagem.cost.weight_state import sharded_weights
+from stratagem.errors import ConfigError
 from stratagem.ir import Graph, Op, Role, weight_owner
 from stratagem.runtime.views import WorkerView, worker_view
 from stratagem.space import REPLICATE, Configuration, OpLayout, Strategy, check_strategy, layout
+from stratagem.space.halo import Halo, halo_exchange
+from stratagem.space.regions import input_boxes
 from stratagem.space.runnable import adapter_of
 from stratagem.space.tensor_layout import TensorLayout, input_layout, loader_layout, output_layout, refine
 from stratagem.tdl.library import LIBRARY
@@ -43,6 +47,8 @@ class OpStep:
     analysis: Any
     stored: Mapping[int, TensorLayout]         # input position -> layout of a weight held sharded
     regather: bool                             # gather those again for backward ("sharded" state)
+    halos: Mapping[int, Halo]                  # input position -> its halo exchange (read in `inputs`'
+                                               # base layout, then exchanged: runtime.halo)
 
     @property
     def mesh_shape(self) -> tuple[int, ...]:
@@ -89,12 +95,30 @@ def build_schedule(graph: Graph, strategy: Strategy | Mapping[str, Configuration
 def _step(graph: Graph, layouts: OpLayouts, op: Op, config: Configuration, rank: int) -> OpStep:
     analysis = layouts.analyses[op.name]
     op_layout = layout(analysis, config)
-    inputs = tuple(on_mesh(input_layout(op_layout, i)) for i in range(len(op.inputs)))
+    halos = _halos(analysis, config, op_layout)
+    inputs = tuple(on_mesh(halos[i].base if i in halos else input_layout(op_layout, i)) for i in range(len(op.inputs)))
     attrs = dict(op.attrs) if op.kind == "opaque" else LIBRARY[op.kind].attrs_with_defaults(op.attrs)
     view = worker_view(analysis, config, rank if config.num_devices > 1 else config.first_device)
     stored = {w.position: w.stored for w in sharded_weights(graph, layouts, op.name, config)}
     return OpStep(op, attrs, op_layout, inputs, on_mesh(output_layout(op_layout)), view,
-                  adapter_of(analysis, config), analysis, stored, bool(stored) and config.state == "sharded")
+                  adapter_of(analysis, config), analysis, stored, bool(stored) and config.state == "sharded",
+                  MappingProxyType(halos))
+
+
+def _halos(analysis, config: Configuration, op_layout) -> dict[int, Halo]:
+    """The halo exchange of each input read in irregular regions (space.runnable admits only
+    those that are halos of a regular layout)."""
+    found = {}
+    for i, placements in enumerate(op_layout.inputs):
+        if None not in placements:
+            continue
+        lay = TensorLayout(config.first_device, config.mesh_shape, tuple(placements))
+        halo = halo_exchange(lay, input_boxes(analysis, config, i), tuple(analysis.input_shapes[i]))
+        if isinstance(halo, str):
+            raise ConfigError(f"op {analysis.name!r} under {config} reads input {i} in regions the runtime "
+                              "cannot deliver", got=halo, hint="plan with runnable=True (the default)")
+        found[i] = halo
+    return found
 
 
 def _parameter_layouts(graph: Graph, by_op: Mapping[str, OpStep], num_devices: int

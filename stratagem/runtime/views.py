@@ -22,6 +22,7 @@ class WorkerView:
     out_box: tuple[Range, ...]              # the region of every output this device computes
     reads: tuple[bool, ...]                 # per input: whether this device reads any of it
     first_in_reduction: bool
+    in_boxes: tuple[tuple[Range, ...] | None, ...] = ()   # per input: the region it reads
 
     @property
     def out_shape(self) -> tuple[int, ...]:
@@ -38,7 +39,7 @@ def worker_view(analysis, config: Configuration, device: int) -> WorkerView:
             first = False
     share = analysis.share(assignment, first_in_reduction=first)
     return WorkerView(assignment, tuple(share.output_box), tuple(b is not None for b in share.input_boxes),
-                      first)
+                      first, tuple(None if b is None else tuple(b) for b in share.input_boxes))
 
 
 def local_extent(analysis, view: WorkerView, dim: str) -> int:

@@ -28,7 +28,7 @@ class SpaceOptions:
     allow_fewer_devices: bool = True      # sub-blocks of the cluster (operator parallelism)
     allow_replicate: bool = True          # mesh axes that replicate computation
     allow_reduction: bool = True          # splitting reduction dims (outputs left P(sum))
-    allow_irregular: bool = False         # splits no DTensor placement can express (halos)
+    allow_irregular: bool = True          # splits no DTensor placement can express (halos)
     require_divisible: bool = True        # even splits only
     dims: frozenset[str] | None = None    # restrict to these dims (None: all splittable)
     device_counts: tuple[int, ...] | None = None   # restrict n (None: all divisors of N)

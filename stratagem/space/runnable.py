@@ -4,7 +4,8 @@ The runtime (stratagem.runtime) runs every op on LOCAL shards with its torch ker
 runs when
   1. it uses all the plan's devices (a sub-block would need point-to-point transfers between meshes
      over different devices, which the runtime does not do);
-  2. every input placement is a DTensor placement (no halo or strided region: `layout().is_regular`);
+  2. every input placement is a DTensor placement, or (a window split along a position dim) the
+     input's regions are a halo of a regular layout (space.halo): the runtime exchanges the rows;
   3. every split is even (DTensor chunks with ceil, the TDL with floor: they agree only then);
   4. every output that a reduction split leaves partial is a partial sum (DTensor's backward of a
      P(max) treats it as a sum);
@@ -25,7 +26,10 @@ from types import MappingProxyType
 from typing import Any
 
 from stratagem.space.config import Configuration, layout
+from stratagem.space.halo import halo_exchange
 from stratagem.space.placement import Partial
+from stratagem.space.regions import input_boxes
+from stratagem.space.tensor_layout import TensorLayout
 
 Picks = Callable[[Any, Mapping[str, Any], str], bool]     # (analysis, attrs, dim) -> applies?
 
@@ -82,14 +86,15 @@ def _position(analysis, attrs, dim) -> bool:
     return analysis.dim(dim).is_reduction and (dim == "n" or dim[1:].isdigit())
 
 
-WINDOW = "a shard of window positions or kernel offsets needs a halo exchange"
+KERNEL = "a shard of kernel offsets reads windows shifted by its offsets, partial sums of other positions"
+HALO = "window positions: a shard reads its chunk's rows and its neighbours' (the halo)"
 GLOBAL_COUNT = "divides by the element count of the whole reduction, a shard by its own"
 GLOBAL_INDEX = "its values depend on each element's global position"
 
 _REFUSED: dict[str, tuple[Picks, str]] = {
-    **{k: (_named("l", "k"), WINDOW) for k in ("conv1d", "max_pool1d", "avg_pool1d")},
-    **{k: (_named("h", "w", "kh", "kw"), WINDOW) for k in ("conv2d", "max_pool2d", "avg_pool2d")},
-    **{k: (_named("d", "h", "w", "kd", "kh", "kw"), WINDOW) for k in ("max_pool3d", "avg_pool3d")},
+    **{k: (_named("k"), KERNEL) for k in ("conv1d", "max_pool1d", "avg_pool1d")},
+    **{k: (_named("kh", "kw"), KERNEL) for k in ("conv2d", "max_pool2d", "avg_pool2d")},
+    **{k: (_named("kd", "kh", "kw"), KERNEL) for k in ("max_pool3d", "avg_pool3d")},
     **{k: (_reduction, GLOBAL_COUNT) for k in ("adaptive_avg_pool1d", "adaptive_avg_pool2d",
                                                 "adaptive_avg_pool3d", "var", "std")},
     "cumsum": (_reduction, "a shard sums a prefix of its own chunk, not of the whole dim"),
@@ -123,6 +128,32 @@ _ADAPTED: dict[str, tuple[Picks, str, str]] = {
     "embedding": (_reduction, "vocab_parallel", "a shard of the vocabulary reads only its rows"),
 }
 
+WINDOW_OPS: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    **{k: ("l",) for k in ("conv1d", "max_pool1d", "avg_pool1d")},
+    **{k: ("h", "w") for k in ("conv2d", "max_pool2d", "avg_pool2d")},
+    **{k: ("d", "h", "w") for k in ("max_pool3d", "avg_pool3d")},
+})
+
+
+def _uncounted_padding(analysis, attrs, dim) -> bool:
+    """avg_pool's count_include_pad=False with padding: a window's divisor counts the whole
+    tensor's padding, which a shard padded by hand cannot tell from its halo."""
+    return (not attrs.get("count_include_pad", True) and dim in WINDOW_OPS[analysis.desc.op_name]
+            and any(_ints(attrs.get("padding", 0))))
+
+
+def _ints(value) -> tuple[int, ...]:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+def _window_position(kind: str) -> Picks:
+    return lambda analysis, attrs, dim: dim in WINDOW_OPS[kind]
+
+
+_WINDOWS = {k: (SplitRule(_uncounted_padding, None, "count_include_pad=False divides each window by "
+                                                     "its count inside the whole tensor's padding"),
+                SplitRule(_window_position(k), "window", HALO)) for k in WINDOW_OPS}
+
 _CLASSES = SplitRule(_reduction, None, "a shard of the classes would need the whole "
                                       "log-sum-exp and the class weights of its targets")
 
@@ -132,7 +163,7 @@ def _dropped_attention(analysis, attrs, dim) -> bool:
 
 
 SPLIT_RULES: Mapping[str, tuple[SplitRule, ...]] = MappingProxyType({
-    **{k: (SplitRule(p, None, r),) for k, (p, r) in _REFUSED.items()},
+    **{k: (SplitRule(p, None, r), *_WINDOWS.get(k, ())) for k, (p, r) in _REFUSED.items()},
     **{k: (SplitRule(p, a, r),) for k, (p, a, r) in _ADAPTED.items()},
     "scaled_dot_product_attention": (
         SplitRule(_reduction, None, "a shard of keys normalizes by its own softmax denominator, not by "
@@ -195,13 +226,23 @@ def _layout_refusal(analysis, config: Configuration) -> str | None:
     op_layout = layout(analysis, config)
     for i, per_axis in enumerate(op_layout.inputs):
         if None in per_axis:
-            name = analysis.desc.inputs[i].name
-            return (f"input {name!r} would need an irregular region (a halo or strided chunk) that no "
-                    "DTensor placement expresses")
+            reason = _halo_refusal(analysis, config, i, per_axis)
+            if reason:
+                name = analysis.desc.inputs[i].name
+                return f"input {name!r} would need an irregular region (a halo or strided chunk): {reason}"
     for p in op_layout.outputs:
         if isinstance(p, Partial) and p.reduce_op != "sum":
             return f"its output would be {p}; DTensor's backward treats a partial value as a sum"
     return None
+
+
+def _halo_refusal(analysis, config: Configuration, index: int, placements) -> str | None:
+    """None when input `index` reaches its irregular regions by a halo exchange the runtime runs."""
+    if adapter_of(analysis, config) != "window" or index != 0:
+        return "only a window's input (a convolution's or pooling's) is exchanged as a halo"
+    lay = TensorLayout(config.first_device, config.mesh_shape, tuple(placements))
+    found = halo_exchange(lay, input_boxes(analysis, config, index), tuple(analysis.input_shapes[index]))
+    return found if isinstance(found, str) else None
 
 
 __all__ = ["SPLIT_RULES", "SplitRule", "adapter_of", "refusal", "split_rule"]

@@ -83,6 +83,32 @@ class TensorLayout:
             offset //= size
         return tuple(reversed(coords))
 
+    def pieces(self, shape: tuple[int, ...]) -> tuple[np.ndarray, tuple[tuple[int, ...], ...]]:
+        """The distinct blocks of the value: boxes [pieces, dims, 2] and each one's holders (devices
+        with equal coordinates on every axis that is not R hold the same block of the same value;
+        on a P axis the blocks are summands), in order of first holder; computed once per shape."""
+        cache = self._cache("_pieces")
+        found = cache.get(shape)
+        if found is None:
+            coords = self.all_coordinates()[:, [a for a, p in enumerate(self.placements) if p != REPLICATE]]
+            _, first, which = np.unique(coords, axis=0, return_index=True, return_inverse=True)
+            order = np.argsort(first, kind="stable")
+            which = which.reshape(-1)
+            holders = tuple(tuple(int(self.first_device + d) for d in np.flatnonzero(which == k)) for k in order)
+            found = cache[shape] = (self.device_boxes(shape)[first[order]], holders)
+        return found
+
+    def all_coordinates(self) -> np.ndarray:
+        """Every device's mesh coordinates, [devices, axes] int64 in device order."""
+        cache = self._cache("_coordinates")
+        if not cache:
+            rest, coords = np.arange(self.num_devices, dtype=np.int64), []
+            for size in reversed(self.mesh_shape):
+                coords.append(rest % size)
+                rest = rest // size
+            cache[None] = np.stack(coords[::-1], axis=1) if coords else np.zeros((self.num_devices, 0), np.int64)
+        return cache[None]
+
     def axis_groups(self, axes: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
         """Device groups that differ only in the coordinates of `axes` (flattened together), each
         in device order, ordered by their first device; computed once per `axes`."""
@@ -133,6 +159,29 @@ class TensorLayout:
                     index, count = index * size + c, count * size
             box.append((index * n // count, (index + 1) * n // count))
         return tuple(box)
+
+    def device_boxes(self, shape: tuple[int, ...]) -> np.ndarray:
+        """Every device's box at once, [devices, dims, 2] int64 in device order (`device_box` of
+        each), computed once per shape."""
+        cache = self._cache("_boxes_by_shape")
+        found = cache.get(shape)
+        if found is None:
+            found = cache[shape] = self._device_boxes(shape)
+        return found
+
+    def _device_boxes(self, shape: tuple[int, ...]) -> np.ndarray:
+        count = self.num_devices
+        if self.boxes is not None:
+            return np.asarray(self.boxes, dtype=np.int64).reshape(count, len(shape), 2)
+        coords = self.all_coordinates().T
+        boxes = np.empty((count, len(shape), 2), dtype=np.int64)
+        for d, n in enumerate(shape):
+            index, parts = np.zeros(count, dtype=np.int64), 1
+            for size, p, c in zip(self.mesh_shape, self.placements, coords):
+                if p == Shard(d):
+                    index, parts = index * size + c, parts * size
+            boxes[:, d, 0], boxes[:, d, 1] = index * n // parts, (index + 1) * n // parts
+        return boxes
 
     def __str__(self) -> str:
         body = ",".join("?" if p is None else str(p) for p in self.placements) or "whole"

@@ -11,8 +11,11 @@ from stratagem.frontend.calls import run_call
 from stratagem.ir import Attrs
 from stratagem.runtime.localops import ADAPTERS, local_call, run_local
 from stratagem.runtime.views import worker_view
-from stratagem.space import Configuration, Level
-from stratagem.space.runnable import SPLIT_RULES, split_rule
+from stratagem.space import Configuration, Level, layout
+from stratagem.space.halo import Halo, halo_exchange
+from stratagem.space.regions import input_boxes
+from stratagem.space.runnable import SPLIT_RULES, refusal, split_rule
+from stratagem.space.tensor_layout import input_layout
 from stratagem.tdl.analysis import Analysis
 from stratagem.tdl.library import LIBRARY
 from tests.tdl.test_ground_truth import (
@@ -21,7 +24,7 @@ from tests.tdl.test_ground_truth import (
 
 pytestmark = pytest.mark.numerics     # run under every kernel path by scripts/numerics_variants.sh
 
-ADAPTED = sorted(k for k, rules in SPLIT_RULES.items() if any(r.adapter for r in rules))
+ADAPTED = sorted(k for k, rules in SPLIT_RULES.items() if any(r.adapter not in (None, "window") for r in rules))
 
 
 def test_every_rule_names_an_adapter_that_exists():
@@ -88,3 +91,47 @@ def test_an_opaque_call_gets_the_local_output_shape():
     local = local_call({"out_shape": (4, 6), "call": call}, (2, 6))
     assert local["args"][1] == (2, 6)
     assert run_call(local, [torch.zeros(2, 6)]).shape == (2, 6)
+
+
+WINDOWED = sorted(k for k, rules in SPLIT_RULES.items() if any(r.adapter == "window" for r in rules))
+
+
+def _halo_input(array, analysis, config, worker):
+    """What a worker holds of a window's input after the halo exchange: its region along the halo
+    dim (space.halo), the whole tensor along the others."""
+    op_layout = layout(analysis, config)
+    lay = input_layout(op_layout, 0, False, input_boxes(analysis, config, 0))
+    halo = halo_exchange(lay, input_boxes(analysis, config, 0), tuple(array.shape))
+    assert isinstance(halo, Halo), halo
+    (axis,) = halo.axes
+    start, stop = axis.needed[worker]
+    return array[(slice(None),) * axis.dim + (slice(start, stop),)]
+
+
+@pytest.mark.parametrize("name", WINDOWED)
+def test_window_splits_reassemble_from_their_halo_regions(name):
+    """Each worker's window adapter, given its halo region (padding, strides, dilations, ceil_mode
+    of the ground-truth cases), or its chunk where the windows do not overlap, computes its chunk
+    of the whole op's output."""
+    tried = 0
+    for inst in instances(name):
+        whole = run_torch(name, inst, inst.arrays, inst.analysis.output_shape)
+        for split in splits(inst.analysis):
+            rule = split_rule(inst.analysis, name, inst.analysis.desc.attrs, split.dim)
+            config = Configuration((Level(split.dim, split.parts),))
+            if rule is None or rule.adapter != "window" or refusal(inst.analysis, config, split.parts):
+                continue
+            attrs = LIBRARY[name].attrs_with_defaults(inst.case.attrs)
+            outputs = []
+            for worker in range(split.parts):
+                share = split.workers[worker]
+                local = [local_input(a, p, box, split, worker) if p is not None else
+                         _halo_input(a, inst.analysis, config, worker)
+                         for a, p, box in zip(inst.arrays, split.placements, share.input_boxes)]
+                tensors = [to_torch(a, k) for a, k in zip(local, inst.kinds)]
+                view = worker_view(inst.analysis, config, worker)
+                outputs.append(as_numpy(run_local(name, attrs, tensors, view, inst.analysis, "window")))
+            assert_close(combine(split, inst.analysis, outputs), whole,
+                         f"{name} {inst.case} window, split {split.dim} x{split.parts}", inst.analysis)
+            tried += 1
+    assert tried, f"{name}: no case exercises the window adapter"

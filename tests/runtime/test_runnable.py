@@ -38,12 +38,16 @@ def test_model_parallel_is_refused_op_by_op_naming_the_devices():
     assert "linear (linear, single@0)" in str(error.value) and "Nothing was launched" in str(error.value)
 
 
-def test_a_convolution_halo_is_refused_as_irregular():
+def test_a_convolution_halo_runs_and_a_shifted_region_is_refused():
+    """A convolution split along rows reads a halo the runtime exchanges (runtime.halo); an op
+    reading shifted regions without a window adapter (narrow) is refused as irregular."""
     graph = zoo.build("lenet-tiny", batch_size=8)
     strategy = {op.name: Configuration((Level(None, 2),)) for op in graph.ops}
     strategy["conv2d"] = Configuration((Level("h", 2),))
-    refused = check_runnable(_plan(graph, strategy, 2))
-    assert [r.op for r in refused] == ["conv2d"] and "halo" in refused[0].reason
+    assert check_runnable(_plan(graph, strategy, 2)) == []
+    narrow = _one_op("narrow", [(4, 12)], (4, 6), dim=1, start=2, length=6)
+    refused = check_runnable(_plan(narrow, {"op": Configuration((Level("d1", 2),))}, 2))
+    assert [r.op for r in refused] == ["op"] and "irregular region" in refused[0].reason
 
 
 def test_an_uneven_split_is_refused():

@@ -23,7 +23,7 @@ from stratagem.frontend.zoo.inception import InceptionV3
 from stratagem.frontend.zoo.mlp import MLP
 from stratagem.frontend.zoo.recurrent import NMT, LSTMClassifier, LSTMLanguageModel
 from stratagem.frontend.zoo.transformer import Bert, Transformer
-from stratagem.frontend.zoo.vision import RESNET_BLOCKS, VGG, AlexNet, LeNet, ResNet
+from stratagem.frontend.zoo.vision import RESNET_BLOCKS, VGG, AlexNet, LeNet, ResNet, UNet
 
 GIB = 2 ** 30
 FLEXFLOW = "FlexFlow (Jia et al., SysML 2019) §8, Table 4"
@@ -221,6 +221,18 @@ def basics() -> list[ZooEntry]:
                            "not Python overhead")]
 
 
+def spatial() -> list[ZooEntry]:
+    """Large images, small batches: where splitting positions (halos) pays."""
+    full = Variant(partial(UNet), partial(inputs.segmentation, channels=3, size=512, classes=2), 4)
+    tiny = Variant(partial(UNet, 3, (4, 8, 16)), partial(inputs.segmentation, channels=3, size=32, classes=3), 2)
+    return [ZooEntry("unet", full, tiny, "U-Net (Ronneberger et al., MICCAI 2015): 512x512 images, batch 4",
+                     None,
+                     "padded 3x3 convolutions (the output keeps the input's size, not the paper's valid ones "
+                     "with cropped skips); up-convolution as x2 nearest upsampling and a 3x3 convolution; "
+                     "no batch norm, as in the paper; 34.5M parameters (the paper's 2x2 up-convolutions would make "
+                     "31.0M); a batch of 4 images")]
+
+
 # ---- Hugging Face configs ----------------------------------------------------------------------
 
 def _hf(name: str, model: str, config: str, full: dict, tiny: dict, batch: int, length: int,
@@ -260,4 +272,4 @@ def huggingface() -> list[ZooEntry]:
     ]
 
 
-ENTRIES = MappingProxyType({e.name: e for e in (*flexflow(), *tensoropt(), *tofu(), *gpt(), *basics(), *huggingface())})
+ENTRIES = MappingProxyType({e.name: e for e in (*flexflow(), *tensoropt(), *tofu(), *gpt(), *basics(), *spatial(), *huggingface())})

@@ -71,3 +71,10 @@ def token_labels(batch: int, device: torch.device, generator: torch.Generator | 
                  length: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(input ids [B, T], labels [B, T]) for Hugging Face models, which shift labels themselves."""
     return _ints(vocab, (batch, length), device, generator), _ints(vocab, (batch, length), device, generator)
+
+
+def segmentation(batch: int, device: torch.device, generator: torch.Generator | None, *, channels: int,
+                 size: int, classes: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(images [B, C, size, size], per-pixel class masks [B, size, size])."""
+    return (_floats((batch, channels, size, size), device, generator),
+            _ints(classes, (batch, size, size), device, generator))

@@ -142,3 +142,31 @@ class ResNet(Classifier):
         x = F.max_pool2d(F.relu(self.stem(images)), 3, 2, 1)
         x = self.stages(x)
         return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+def double_conv(cin: int, cout: int) -> nn.Sequential:
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.ReLU(), nn.Conv2d(cout, cout, 3, padding=1), nn.ReLU())
+
+
+class UNet(nn.Module):
+    """U-Net (Ronneberger et al., MICCAI 2015) for per-pixel classes: per level two 3x3 convolutions
+    (padded, so the output keeps the input's size) and a 2x2 max pool down; up, a x2 nearest
+    upsampling and a 3x3 convolution halving the channels (the "up-convolution"), the skip
+    concatenated, two 3x3 convolutions; a 1x1 convolution to the classes. The loss: per-pixel
+    cross-entropy against masks [B, H, W]."""
+
+    def __init__(self, classes: int = 2, widths: Sequence[int] = (64, 128, 256, 512, 1024), channels: int = 3):
+        super().__init__()
+        self.down = nn.ModuleList(double_conv(cin, cout) for cin, cout in zip((channels, *widths[:-1]), widths))
+        self.up = nn.ModuleList(nn.Conv2d(cin, cout, 3, padding=1) for cin, cout in zip(widths[:0:-1], widths[-2::-1]))
+        self.merge = nn.ModuleList(double_conv(2 * c, c) for c in widths[-2::-1])
+        self.head = nn.Conv2d(widths[0], classes, 1)
+
+    def forward(self, images: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+        skips, x = [], images
+        for i, level in enumerate(self.down):
+            x = level(x if i == 0 else F.max_pool2d(x, 2))
+            skips.append(x)
+        for up, merge, skip in zip(self.up, self.merge, skips[-2::-1]):
+            x = merge(torch.cat([up(F.interpolate(x, scale_factor=2, mode="nearest")), skip], dim=1))
+        return F.cross_entropy(self.head(x), masks)

@@ -9,7 +9,7 @@ Device e of a configuration computes, of each split dim, the chunk `Configuratio
 from __future__ import annotations
 
 from stratagem.space.tensor_layout import Box
-from stratagem.space import Configuration
+from stratagem.space.config import Configuration
 
 
 def assignment(analysis, config: Configuration, device: int) -> dict[str, tuple[int, int]]:
