@@ -9,6 +9,8 @@ shard of the batch, what a data loader hands each rank) and runs the graph op by
         each input -> move() to the layout the op reads it in (runtime.move)
                    -> to_local(grad_placements = the layout's input gradients), so backward leaves
                       the partial gradients of inputs the op's devices used differently
+                   -> a window's input split along positions: moved to its regular base layout,
+                      then each rank's region completed by the halo exchange (runtime.halo)
         the local kernel or its adapter (runtime.localops) on this rank's shards; an input this rank
         reads nothing of is given as None, and anchored so its gradient is a zero on this rank
         outputs -> DTensor.from_local(placements = the layout's outputs; P(sum) for split reductions)

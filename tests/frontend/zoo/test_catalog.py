@@ -13,7 +13,7 @@ EXPECTED = {
     *(f"wresnet-{d}-{w}" for d in (50, 101, 152) for w in (4, 6, 8, 10)),
     *(f"rnn-{layers}-{h}k" for layers in (6, 8, 10) for h in (4, 6, 8)),
     *(f"gpt-{s}" for s in ("tiny", "125m", "1.3b", "7b", "13b", "70b")),
-    "mlp", "hf:gpt2", "hf:bert-base-uncased", "hf:llama", "hf:llama-7b", "hf:t5-small",
+    "mlp", "unet", "hf:gpt2", "hf:bert-base-uncased", "hf:llama", "hf:llama-7b", "hf:t5-small",
 }
 
 
