@@ -236,18 +236,23 @@ class Cluster:
 
     def transfers_time_s(self, transfers: Iterable[tuple[int, int, float]]) -> float:
         """Point-to-point transfers (src, dst, num_bytes) all at once, sharing the links they cross:
-        the busiest link's bytes over its bandwidth, after the slowest route's latency. Computed
-        once per set of transfers (re-scheduling prices the same halo pattern for many layouts)."""
-        moves = tuple((src, dst, num_bytes) for src, dst, num_bytes in transfers if src != dst and num_bytes > 0)
+        the busiest link's bytes over its bandwidth, after the slowest route's latency."""
+        moves = [(src, dst, num_bytes) for src, dst, num_bytes in transfers if src != dst and num_bytes > 0]
         if not moves:
             return 0.0
-        found = self._transfer_times.get(moves)
+        src, dst, num_bytes = (np.array(column) for column in zip(*moves))
+        return self.arrays_transfer_time_s(src, dst, num_bytes.astype(float))
+
+    def arrays_transfer_time_s(self, src: np.ndarray, dst: np.ndarray, num_bytes: np.ndarray) -> float:
+        """`transfers_time_s` of transfers given as arrays (each src != dst, bytes > 0), computed once
+        per set of transfers (re-scheduling prices the same halo pattern for many layouts)."""
+        key = (src.tobytes(), dst.tobytes(), num_bytes.tobytes())
+        found = self._transfer_times.get(key)
         if found is None:
-            found = self._transfer_times[moves] = self._transfers_time_s(moves)
+            found = self._transfer_times[key] = self._transfers_time_s(src, dst, num_bytes)
         return found
 
-    def _transfers_time_s(self, moves: tuple[tuple[int, int, float], ...]) -> float:
-        src, dst, num_bytes = (np.array(column) for column in zip(*moves))
+    def _transfers_time_s(self, src: np.ndarray, dst: np.ndarray, num_bytes: np.ndarray) -> float:
         if not (src.dtype.kind == dst.dtype.kind == "i" and min(src.min(), dst.min()) >= 0
                 and max(src.max(), dst.max()) < self.num_devices):
             for d in (*src.tolist(), *dst.tolist()):

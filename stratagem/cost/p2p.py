@@ -34,12 +34,14 @@ def valued_devices(layout: TensorLayout) -> list[int]:
     return [layout.first_device + int(d) for d in np.flatnonzero(keep)]
 
 
+Moves = tuple[np.ndarray, np.ndarray, np.ndarray]     # senders, receivers, bytes: one entry per pair
+
+
 def transfers(src: TensorLayout, dst: TensorLayout, shape: tuple[int, ...], itemsize: int,
-              cluster: Cluster) -> dict[tuple[int, int], float]:
+              cluster: Cluster) -> Moves:
     """The module's loops: the intersections of every destination's box with every piece at once
-    (numpy), then, in the same order (destination, then piece), each non-empty one."""
-    moved: dict[tuple[int, int], float] = {}
-    sent: dict[int, float] = {}
+    (numpy), then, in the same order (destination, then piece), each non-empty one. Returns the
+    bytes each (sender, receiver) pair moves, sorted by sender, then receiver."""
     have, holding = src.pieces(shape)
     wanting = valued_devices(dst)
     need = dst.device_boxes(shape)[[e - dst.first_device for e in wanting]]
@@ -51,8 +53,11 @@ def transfers(src: TensorLayout, dst: TensorLayout, shape: tuple[int, ...], item
         senders = np.array([h[0] for h in holding], dtype=np.int64)[cols]
         receivers = np.array(wanting, dtype=np.int64)[rows]
         apart = senders != receivers
-        return dict(zip(zip(senders[apart].tolist(), receivers[apart].tolist()),
-                        (counts[rows, cols][apart] * itemsize).astype(float).tolist()))
+        senders, receivers = senders[apart], receivers[apart]
+        order = np.lexsort((receivers, senders))
+        return senders[order], receivers[order], (counts[rows, cols][apart] * itemsize).astype(float)[order]
+    moved: dict[tuple[int, int], float] = {}
+    sent: dict[int, float] = {}
     for i, j in zip(rows.tolist(), cols.tolist()):
         e, holders, elements = wanting[i], holding[j], int(counts[i, j])
         if e in holders:
@@ -61,17 +66,18 @@ def transfers(src: TensorLayout, dst: TensorLayout, shape: tuple[int, ...], item
             holders, key=lambda h: (cluster.route_weight_s(h, e), sent.get(h, 0.0), h))
         moved[(h, e)] = moved.get((h, e), 0.0) + elements * itemsize
         sent[h] = sent.get(h, 0.0) + elements * itemsize
-    return moved
+    pairs = sorted(moved)
+    return (np.array([a for a, _ in pairs], dtype=np.int64), np.array([b for _, b in pairs], dtype=np.int64),
+            np.array([moved[p] for p in pairs], dtype=float))
 
 
 def plan_p2p(src: TensorLayout, dst: TensorLayout, shape: tuple[int, ...], itemsize: int,
              cluster: Cluster) -> Redistribution:
-    moved = transfers(src, dst, shape, itemsize, cluster)
+    senders, receivers, num_bytes = transfers(src, dst, shape, itemsize, cluster)
     peak = float(max(src.local_num_elements(shape), dst.local_num_elements(shape)) * itemsize)
-    if not moved:
+    if not len(senders):
         return Redistribution((), (), 0.0, peak)
-    pairs = tuple(sorted(moved))
-    pair_bytes = tuple(moved[p] for p in pairs)
-    time_s = cluster.transfers_time_s((s, d, b) for (s, d), b in zip(pairs, pair_bytes))
-    step = CommStep("p2p", pairs, max(pair_bytes), time_s, pair_bytes)
+    time_s = cluster.arrays_transfer_time_s(senders, receivers, num_bytes)
+    pair_bytes = tuple(num_bytes.tolist())
+    step = CommStep("p2p", tuple(zip(senders.tolist(), receivers.tolist())), max(pair_bytes), time_s, pair_bytes)
     return Redistribution((step,), (), time_s, peak)

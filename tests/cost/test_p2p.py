@@ -56,7 +56,9 @@ def test_transfers_are_the_loops():
     for _ in range(400):
         shape = (rng.choice([4, 6, 8, 12]), rng.choice([4, 8, 9]), rng.choice([1, 8, 16]))
         src, dst = random_layout(rng, shape), random_layout(rng, shape)
-        found = transfers(src, dst, shape, 4, cluster)
+        senders, receivers, num_bytes = transfers(src, dst, shape, 4, cluster)
+        found = dict(zip(zip(senders.tolist(), receivers.tolist()), num_bytes.tolist()))
         assert found == looped(src, dst, shape, 4, cluster), (src, dst, shape)
+        assert list(zip(senders.tolist(), receivers.tolist())) == sorted(found)
         nonempty += bool(found)
     assert nonempty > 300
