@@ -34,8 +34,10 @@ is no longer a relabeling of workers, and neither theorem holds (on a 3-layer ML
 the recursion then pays 311,296 bytes against 294,912 for the best sequence).
 
 kwargs of `tofu` (and of `search(..., algorithm="tofu")`): `options=FTOptions(workers=1)`;
-`runnable=True` keeps every step's dims to splits the runtime executes (False: Tofu's whole space,
-halo exchanges included, as the paper partitions).
+`runnable=True` keeps every step's dims to splits the runtime executes (False: any split whose
+placements are regular; a step never splits a window's positions: `BASIC` keeps to regular
+placements, so the halo splits the paper partitions with, which FT's space now has, are not
+among Tofu's steps).
 """
 
 from __future__ import annotations
