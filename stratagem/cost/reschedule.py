@@ -7,11 +7,15 @@
     refinement, irregular placements)           (p2p)
 
 Plans are cached per (shape, itemsize, source layout, target layout), and the collective state
-machine's shortest paths per (shape, itemsize, refined source layout, whether the target is
-partial): one Dijkstra run serves every target from a source.
+machine's shortest paths per (the tensor's bytes, its rank, refined source layout, whether the
+target is partial): one Dijkstra run serves every target from a source, and every tensor of the
+same size and rank (its steps' bytes are the whole tensor's over the shard count; the shape
+enters no other way).
 """
 
 from __future__ import annotations
+
+import math
 
 from stratagem.cluster import Cluster
 from stratagem.space.tensor_layout import TensorLayout, refine
@@ -47,7 +51,7 @@ class Rescheduler:
         if common is not None:
             source, target = common
             partial = any(isinstance(p, Partial) for p in target.placements)
-            key = (shape, itemsize, source, partial)
+            key = (math.prod(shape) * itemsize, len(shape), source, partial)
             paths = self._paths.get(key)
             if paths is None:
                 paths = self._paths[key] = shortest_paths(source, shape, itemsize, self.price, partial,
