@@ -95,7 +95,7 @@ class TensorLayout:
             order = np.argsort(first, kind="stable")
             which = which.reshape(-1)
             holders = tuple(tuple(int(self.first_device + d) for d in np.flatnonzero(which == k)) for k in order)
-            found = cache[shape] = (self.device_boxes(shape)[first[order]], holders)
+            found = cache[shape] = (_frozen(self.device_boxes(shape)[first[order]]), holders)
         return found
 
     def all_coordinates(self) -> np.ndarray:
@@ -106,7 +106,8 @@ class TensorLayout:
             for size in reversed(self.mesh_shape):
                 coords.append(rest % size)
                 rest = rest // size
-            cache[None] = np.stack(coords[::-1], axis=1) if coords else np.zeros((self.num_devices, 0), np.int64)
+            cache[None] = _frozen(np.stack(coords[::-1], axis=1) if coords else
+                                  np.zeros((self.num_devices, 0), np.int64))
         return cache[None]
 
     def axis_groups(self, axes: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
@@ -166,7 +167,7 @@ class TensorLayout:
         cache = self._cache("_boxes_by_shape")
         found = cache.get(shape)
         if found is None:
-            found = cache[shape] = self._device_boxes(shape)
+            found = cache[shape] = _frozen(self._device_boxes(shape))
         return found
 
     def _device_boxes(self, shape: tuple[int, ...]) -> np.ndarray:
@@ -187,6 +188,12 @@ class TensorLayout:
         body = ",".join("?" if p is None else str(p) for p in self.placements) or "whole"
         mesh = "x".join(map(str, self.mesh_shape)) or "1"
         return f"({body})@{self.first_device}[{mesh}]"
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    """A cached array, read-only: every caller shares it."""
+    array.flags.writeable = False
+    return array
 
 
 def output_layout(op_layout: OpLayout, gradient: bool = False) -> TensorLayout:
