@@ -17,18 +17,22 @@ def freeze(value: Any) -> Any:
 class Attrs(Mapping):
     """An immutable mapping of attribute name to plain value."""
 
-    __slots__ = ("_items", "_hash")
+    __slots__ = ("_items", "_hash", "_index")
 
     def __init__(self, items: Mapping[str, Any] | None = None, **kwargs: Any):
         merged = {**(items or {}), **kwargs}
         self._items = tuple(sorted((k, freeze(v)) for k, v in merged.items()))
         self._hash = hash(self._items)
+        self._index = dict(self._items)     # lookups in O(1): a graph's meta maps thousands of op names
 
     def __getitem__(self, key: str) -> Any:
-        for k, v in self._items:
-            if k == key:
-                return v
-        raise KeyError(key)
+        return self._index[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._index
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._index.get(key, default)
 
     def __iter__(self) -> Iterator[str]:
         return (k for k, _ in self._items)
