@@ -5,10 +5,12 @@ against them); their strategies are built in search.strategies.
     fsdp            data parallel with every weight, gradient and optimizer state sharded over the
                     devices (FSDP2's fully_shard per op; ZeRO-3), weights gathered for forward and
                     again for backward (reshard_after_forward=False: kept from forward to backward);
-                    recompute=True adds full activation checkpointing of every repeated block
+                    recompute=True adds full activation checkpointing of every repeated block,
+                    recompute_to_fit=True only of the fewest leading blocks that fit the memory cap
+                    (search.selective)
     fsdp-tp         what practitioners configure for LLMs (torchtitan's FSDP + TP): Megatron's
                     tensor parallelism within a node, FSDP over the data-parallel axis, every block
-                    recomputed
+                    recomputed (recompute_to_fit=True: the fewest leading blocks that fit)
     model-parallel  layers to devices: contiguous runs of whole ops, balanced by compute time
     owt             Krizhevsky's one weird trick: data parallel, fully-connected layers split
     optcnn          a single objective: the min-time end of the frontier (TensorOpt: OptCNN "always
@@ -34,6 +36,7 @@ from stratagem.plan import Frontier, Plan
 from stratagem.search.context import NoOptions, PlanningContext, make_plan, recomputing
 from stratagem.search.frontier import Frontier as RawFrontier
 from stratagem.search.ft_search import FTSearchOptions, frontier
+from stratagem.search.selective import recomputed_to_fit
 from stratagem.search.space import FT_SPACE, additive_cost
 from stratagem.search.strategies import (
     data_parallel_strategy, logical_dims, mesh_tf_strategies, model_parallel_strategy, owt_strategy,
@@ -61,6 +64,10 @@ class MeshTFOptions:
                                                                                 "layouts than this"})
 
 
+TO_FIT_HELP = ("recompute only the fewest leading blocks with which the plan fits the memory cap "
+               "(search.selective; instead of `recompute`'s every block or none)")
+
+
 @dataclass(frozen=True)
 class FSDPOptions:
     reshard_after_forward: bool = field(default=True, metadata={
@@ -68,6 +75,7 @@ class FSDPOptions:
                 "(False: keep it until backward)"})
     recompute: bool = field(default=False, metadata={"help": "recompute every repeated block in backward "
                                                              "(full activation checkpointing)"})
+    recompute_to_fit: bool = field(default=False, metadata={"help": TO_FIT_HELP})
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,7 @@ class FSDPTPOptions:
                                                      "halved until the data-parallel width divides the batch)"})
     recompute: bool = field(default=True, metadata={"help": "recompute every repeated block in backward"})
     reshard_after_forward: bool = field(default=True, metadata={"help": "as fsdp's"})
+    recompute_to_fit: bool = field(default=False, metadata={"help": TO_FIT_HELP})
 
 
 class TooManyLayouts(StratagemError):
@@ -88,8 +97,7 @@ def data_parallel(ctx: PlanningContext, options: NoOptions = NoOptions()) -> Pla
 
 def fsdp(ctx: PlanningContext, options: FSDPOptions = FSDPOptions()) -> Plan:
     state = "sharded" if options.reshard_after_forward else "sharded_kept"
-    ctx = recomputing(ctx) if options.recompute else ctx
-    return make_plan(ctx, with_sharded_state(ctx, data_parallel_strategy(ctx), state), "fsdp")
+    return _recomputed(ctx, lambda c: with_sharded_state(c, data_parallel_strategy(c), state), "fsdp", options)
 
 
 def fsdp_tp(ctx: PlanningContext, options: FSDPTPOptions = FSDPTPOptions()) -> Plan:
@@ -98,9 +106,17 @@ def fsdp_tp(ctx: PlanningContext, options: FSDPTPOptions = FSDPTPOptions()) -> P
         raise StratagemError("tensor-parallel width does not divide the devices",
                              expected=f"a divisor of {ctx.num_devices}", got=str(tensor))
     state = "sharded" if options.reshard_after_forward else "sharded_kept"
+    return _recomputed(ctx, lambda c: with_sharded_state(c, tensor_parallel_strategy(c, tensor), state), "fsdp-tp",
+                       options)
+
+
+def _recomputed(ctx: PlanningContext, strategy_of, algorithm: str, options: FSDPOptions | FSDPTPOptions) -> Plan:
+    """The practitioners' plan with its blocks recomputed as `options` say: the fewest that fit
+    (`recompute_to_fit`), every one (`recompute`) or none."""
+    if options.recompute_to_fit:
+        return recomputed_to_fit(ctx, make_plan(ctx, strategy_of(ctx), algorithm))
     ctx = recomputing(ctx) if options.recompute else ctx
-    strategy = with_sharded_state(ctx, tensor_parallel_strategy(ctx, tensor), state)
-    return make_plan(ctx, strategy, "fsdp-tp")
+    return make_plan(ctx, strategy_of(ctx), algorithm)
 
 
 def tensor_width(ctx: PlanningContext) -> int:

@@ -2,9 +2,12 @@
 
     plan_at(ctx, algorithm, options)   one device count: FT's frontier (and its alternatives, and
                                        plans with pipeline stages across nodes) cut at the memory
-                                       cap, least time; when nothing fits, FT again with
-                                       weights held sharded as a choice (`state_sharding`), then with
-                                       every block recomputed (`recompute`); any other search its plan.
+                                       cap, least time; when nothing fits, the practitioners' plans
+                                       (fsdp, fsdp-tp) recomputing the fewest blocks that fit, then FT
+                                       again with weights held sharded as a choice (`state_sharding`),
+                                       then with every block recomputed (`recompute`), its plan then
+                                       recomputing only the fewest leading blocks that fit
+                                       (search.selective); any other search its plan.
                                        Returns (plan, fits): the leanest plan when nothing fits.
     mini_time          least time under the cap on the devices given
     mini_parallelism   the fewest devices that fit (device counts from `device_counts`, ascending)
@@ -34,6 +37,7 @@ from stratagem.errors import ConfigError, StratagemError
 from stratagem.search.context import NothingFits, PlanningContext, least_time, plans_shared
 from stratagem.search.ft_search import FTSearchOptions, frontier
 from stratagem.search.pipeline import in_zoo, pipeline_plans
+from stratagem.search.selective import fewest_recomputed
 from stratagem.search.stopping import Interruption, interruption, marked, marked_frontier, stopped
 
 MODES = ("mini_time", "mini_parallelism", "profiling")
@@ -58,10 +62,11 @@ def plan_at(ctx: PlanningContext, algorithm: str = "ft", options: Any = None) ->
 
 def least_time_ft(ctx: PlanningContext, options: Any = None) -> Plan:
     """mini_time over FT's frontier. When nothing on it fits: the practitioners' plans with
-    weights held sharded (`fsdp`, with every block recomputed, `fsdp-tp`), the fastest that fits, said
-    in its details (FT over the larger space is slower: it is searched only when asked, or when
-    these do not fit either); then FT's frontier with weights held sharded as a choice, then also
-    with every block recomputed (each unless it already was). NothingFits carries the leanest
+    weights held sharded (`fsdp`, `fsdp-tp`, each recomputing the fewest blocks that fit), the
+    faster that fits, said in its details (FT over the larger space is slower: it is searched only
+    when asked, or when these do not fit either); then FT's frontier with weights held sharded as
+    a choice, then also with every block recomputed (each unless it already was), its plan then
+    recomputing only the fewest leading blocks that fit. NothingFits carries the leanest
     plan seen (`leanest`). Stopped by Ctrl-C (search.stopping), no further search runs: the
     plan chosen from what was found, or NothingFits with the leanest plan, marked."""
     chosen = registry.make_options("ft", options)
@@ -96,12 +101,23 @@ def _saving_memory(ctx: PlanningContext, chosen: Any, failed: NothingFits) -> Pl
     for options_tried in tries:
         front = frontier(ctx, options_tried, least_time_under=ctx.memory_cap_bytes)
         try:
-            return mini_time(front, ctx.memory_cap_bytes)
+            best = mini_time(front, ctx.memory_cap_bytes)
         except NothingFits as refusal:
             refusal.leanest, failed = _leanest(front, failed.leanest), refusal
+        else:
+            return _fewer_recomputed(ctx, best) if options_tried.recompute and not stopped(front) else best
         if stopped(front):
             break
     raise failed
+
+
+def _fewer_recomputed(ctx: PlanningContext, plan: Plan) -> Plan:
+    """FT's plan found with every block recomputed, recomputing only the fewest leading blocks
+    with which it still fits (search.selective): the same strategy, faster."""
+    try:
+        return fewest_recomputed(ctx, plan) or plan
+    except KeyboardInterrupt:
+        return marked(plan, Interruption("choosing the fewest blocks to recompute", "every block recomputed"))
 
 
 def _leanest(front: Frontier, before: Plan) -> Plan:
@@ -235,24 +251,29 @@ def _not_slower_than_practitioners(ctx: PlanningContext, best: Plan) -> Plan:
 
 
 def _practitioners_fitting(ctx: PlanningContext, why: str = "FT's frontier had no plan under the cap") -> Plan | None:
-    """The fastest that fits the cap of fsdp, fsdp with every block recomputed and fsdp-tp (tensor
-    parallel in a node as well), or None; its details say it was chosen because of `why`. FSDP
-    with recomputation is priced only where FSDP without does not fit: it runs the same steps
-    and a second forward, so it is never the faster of the two."""
-    settings = (("fsdp", {"recompute": False}), ("fsdp-tp", {}))
+    """The faster that fits the cap of fsdp and fsdp-tp (tensor parallel in a node as well), each
+    recomputing the fewest leading blocks with which it fits (search.selective: none where it fits
+    keeping every activation), or None; its details say it was chosen because of `why`."""
+    settings = (("fsdp", {"recompute_to_fit": True}), ("fsdp-tp", {"recompute_to_fit": True}))
     plans = plans_shared(ctx, partial(_practitioners_plan, ctx), settings)      # priced side by side
-    if plans[0] is None or plans[0].peak_memory_bytes > ctx.memory_cap_bytes:
-        plans.append(_practitioners_plan(ctx, ("fsdp", {"recompute": True})))
     fitting = [p for p in plans if p is not None and p.peak_memory_bytes <= ctx.memory_cap_bytes]
     if not fitting:
         return None
     best = min(fitting, key=lambda p: p.iteration_time_s)
     layout = "tensor parallel in a node, data parallel across" if best.algorithm == "fsdp-tp" else "data parallel"
-    note = (f"{why}; this is the practitioners' plan ({layout}, "
-            "weights sharded" + (", every block recomputed" if best.recompute else "") + "). FT over "
-            "sharded weights and recomputation (--option state_sharding=true, recompute=true) may find "
+    note = (f"{why}; this is the practitioners' plan ({layout}, weights sharded{_recomputed_text(ctx, best)}). "
+            "FT over sharded weights and recomputation (--option state_sharding=true, recompute=true) may find "
             "a faster one, more slowly")
     return replace(best, details={**best.details, "chosen_because": note})
+
+
+def _recomputed_text(ctx: PlanningContext, plan: Plan) -> str:
+    count = len(blocks(ctx.graph))
+    if not plan.recompute:
+        return ""
+    if len(plan.recompute) == count:
+        return ", every block recomputed"
+    return f", the first {len(plan.recompute)} of {count} blocks recomputed: the fewest with which it fits"
 
 
 def _practitioners_plan(ctx: PlanningContext, setting: tuple[str, dict]) -> Plan | None:

@@ -1,0 +1,103 @@
+"""Selective recomputation (search.selective): the fewest leading blocks recomputed that fit the cap,
+checked against trying every k and every choice of blocks on real models."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import pytest
+
+from stratagem.cost.recompute import blocks
+from stratagem.frontend import zoo
+from stratagem.search import registry
+from stratagem.search.context import context, recomputing
+from stratagem.search.selective import fewest_recomputed, least_fitting, simulated_peak_bytes
+from stratagem.sim.builder import Simulation
+
+CLUSTER, DEVICES = "a100-1x8", 2
+
+
+@pytest.fixture(scope="module")
+def gpt():
+    """gpt-tiny's fsdp plan keeping every activation, and the simulated (peak, time) of every set
+    of its four blocks recomputed."""
+    ctx = context(zoo.build("gpt-tiny"), CLUSTER, DEVICES)
+    plan = registry.run(ctx, "fsdp", {})
+    names = [b.name for b in blocks(ctx.graph)]
+    runs = {subset: Simulation(recomputing(ctx, subset).model, plan.strategy, representative=True).run()
+            for k in range(len(names) + 1) for subset in itertools.combinations(names, k)}
+    return ctx, plan, names, {s: (r.peak_memory_bytes, r.iteration_time_s) for s, r in runs.items()}
+
+
+def test_recomputing_the_first_blocks_is_the_leanest_choice_of_as_many(gpt):
+    ctx, plan, names, runs = gpt
+    firsts = [runs[tuple(names[:k])] for k in range(len(names) + 1)]
+    for k, (peak, _) in enumerate(firsts):
+        assert peak == min(p for s, (p, _) in runs.items() if len(s) == k)
+        assert peak == simulated_peak_bytes(ctx, plan, k)
+    peaks, times = [p for p, _ in firsts], [t for _, t in firsts]
+    assert all(a > b for a, b in zip(peaks, peaks[1:]))        # each block recomputed saves memory
+    assert all(a < b for a, b in zip(times, times[1:]))        # and costs its forward again
+
+
+def test_the_fewest_blocks_that_fit_the_cap_are_found(gpt):
+    ctx, plan, names, runs = gpt
+    peaks = [runs[tuple(names[:k])][0] for k in range(len(names) + 1)]
+    for k in range(1, len(names) + 1):
+        for cap in (peaks[k], (peaks[k] + peaks[k - 1]) / 2):
+            capped = context(ctx.graph, CLUSTER, DEVICES, memory_cap_bytes=cap)
+            found = fewest_recomputed(capped, plan)
+            assert found.recompute == tuple(names[:k])
+            assert found.peak_memory_bytes == peaks[k] <= cap
+            assert found.iteration_time_s == runs[tuple(names[:k])][1]
+            assert found.details["selective_recompute"]["blocks"] == k
+    roomy = context(ctx.graph, CLUSTER, DEVICES, memory_cap_bytes=peaks[0])
+    assert fewest_recomputed(roomy, plan) is plan
+    tight = context(ctx.graph, CLUSTER, DEVICES, memory_cap_bytes=peaks[-1] - 1)
+    assert fewest_recomputed(tight, plan) is None
+
+
+def test_blocks_unlike_one_another_still_get_the_fewest_leading_blocks_that_fit():
+    """The Transformer's encoder and decoder layers differ: recomputing the first k is then not
+    always the leanest choice of k blocks, but the k found is the least that fits."""
+    ctx = context(zoo.build("transformer-tiny"), CLUSTER, DEVICES)
+    plan = registry.run(ctx, "data-parallel", {})
+    count = len(blocks(ctx.graph))
+    peaks = [simulated_peak_bytes(ctx, plan, k) for k in range(count + 1)]
+    for cap in sorted(set(peaks))[:-1]:
+        capped = context(ctx.graph, CLUSTER, DEVICES, memory_cap_bytes=cap)
+        found = fewest_recomputed(capped, plan)
+        least = min(k for k in range(count + 1) if peaks[k] <= cap)
+        assert len(found.recompute) == least and found.peak_memory_bytes <= cap
+
+
+def test_least_fitting_finds_what_trying_every_k_finds():
+    rng = random.Random(7)
+    for _ in range(300):
+        n = rng.randint(2, 120)
+        steps = [rng.choice((0.0, rng.random(), 1.0)) for _ in range(n)]
+        peaks = [100.0 - sum(steps[:k]) for k in range(n + 1)]
+        cap = rng.uniform(peaks[-1], peaks[0] - 1e-9)
+        probed: list[int] = []
+
+        def peak(k: int) -> float:
+            probed.append(k)
+            return peaks[k]
+        expected = min(k for k in range(n + 1) if peaks[k] <= cap)
+        assert least_fitting(peak, cap, 0, n) == expected
+        assert len(set(probed) - {0, n}) <= 3 * math.ceil(math.log2(n)) + 1
+
+
+def test_practitioners_plans_recompute_only_what_the_cap_needs(gpt):
+    ctx, plan, names, runs = gpt
+    peaks = [runs[tuple(names[:k])][0] for k in range(len(names) + 1)]
+    capped = context(ctx.graph, CLUSTER, DEVICES, memory_cap_bytes=peaks[2])
+    found = registry.run(capped, "fsdp", {"recompute_to_fit": True})
+    assert found.recompute == tuple(names[:2]) and found.peak_memory_bytes == peaks[2]
+    every = registry.run(capped, "fsdp", {"recompute": True})
+    assert every.recompute == tuple(names) and found.iteration_time_s < every.iteration_time_s
+    tight = context(ctx.graph, CLUSTER, DEVICES, memory_cap_bytes=peaks[-1] - 1)
+    leanest = registry.run(tight, "fsdp", {"recompute_to_fit": True})
+    assert leanest.recompute == tuple(names) and leanest.peak_memory_bytes > tight.memory_cap_bytes
