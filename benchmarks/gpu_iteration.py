@@ -1,6 +1,7 @@
 """Whole training iterations on one GPU against the planner's prediction (issue 18, item 5).
 
-    here:      PYTHONPATH=. python benchmarks/gpu_iteration.py plans --cluster h200-1x8 -o plans/
+    here:      PYTHONPATH=. python benchmarks/gpu_iteration.py plans --cluster h200-1x8 -o plans/ \
+                   [--models gpt-125m ...] [--recompute]
     on a GPU:  PYTHONPATH=. python benchmarks/gpu_iteration.py measure plans/ -o measured.json [--per-op 3]
     here:      PYTHONPATH=. python benchmarks/gpu_iteration.py compare measured.json \
                    [--write docs/results/gpu-iteration-h200.md]
@@ -40,25 +41,42 @@ from stratagem.files import atomic_write_json
 # and RNN, BERT; batches that fit one 80 GB GPU with room to spare.
 MODELS = (("gpt-125m", 8), ("gpt-1.3b", 8), ("transformer-s", 64), ("wresnet-50-4", 32),
           ("rnn-6-4k", 64), ("bert-base", 64))
+# (zoo model, batch, first blocks recomputed): `plans --recompute` adds the same plans recomputing
+# their first k blocks (search.selective), to check recomputation's time and memory on the GPU.
+RECOMPUTED = (("gpt-125m", 8, (6, 12)), ("gpt-1.3b", 8, (12, 24)))
 
 
-def plan_one(model: str, batch: int, cluster: str):
+def plan_one(model: str, batch: int, cluster: str, recomputed: int = 0):
     """`stratagem plan MODEL --cluster CLUSTER --devices 1 --batch-size BATCH`, precision as the
-    zoo trains the model."""
+    zoo trains the model; with its first `recomputed` blocks recomputed (search.selective)."""
     from stratagem.report import planning
+    from stratagem.search.selective import with_first_recomputed
     request = planning.PlanRequest(model, cluster, 1, "mini_time", None, "ft", {}, batch, planning.zoo_precision(model))
-    plan, _ = planning.plan_model(planning.build_graph(model, batch), request)
+    graph = planning.build_graph(model, batch)
+    plan, _ = planning.plan_model(graph, request)
+    if recomputed:
+        plan = with_first_recomputed(planning.planning_context(graph, request, 1), plan, recomputed)
     return plan
+
+
+def recomputed_of(plan_name: str) -> int:
+    """The k of a plan file written as MODEL-recompute-K.json (0 for MODEL.json)."""
+    head, _, k = Path(plan_name).stem.rpartition("-recompute-")
+    return int(k) if head else 0
 
 
 def write_plans(args: argparse.Namespace) -> None:
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
-    for model, batch in MODELS:
-        plan = plan_one(model, batch, args.cluster)
-        plan.save(out / f"{model}.json")
-        print(f"{model} batch {batch}: {plan.iteration_time_s * 1e3:.1f} ms, "
-              f"{plan.peak_memory_bytes / 2**30:.2f} GiB predicted on {args.cluster}")
+    cases = [(model, batch, 0) for model, batch in MODELS]
+    if args.recompute:
+        cases += [(model, batch, k) for model, batch, ks in RECOMPUTED for k in ks]
+    cases = [case for case in cases if not args.models or case[0] in args.models]
+    for model, batch, k in cases:
+        plan = plan_one(model, batch, args.cluster, k)
+        plan.save(out / (f"{model}-recompute-{k}.json" if k else f"{model}.json"))
+        print(f"{model} batch {batch}{f', first {k} blocks recomputed' if k else ''}: "
+              f"{plan.iteration_time_s * 1e3:.1f} ms, {plan.peak_memory_bytes / 2**30:.2f} GiB predicted on {args.cluster}")
 
 
 def measure(args: argparse.Namespace) -> None:
@@ -84,12 +102,12 @@ def compare(args: argparse.Namespace) -> None:
         if "error" in report:
             rows.append(f"| {Path(report['plan']).stem} | failed: {report['error']} |")
             continue
-        model, batch = report["model"], batch_of(report)
-        plan = plan_one(model, batch, report["cluster"])
+        model, batch, k = report["model"], batch_of(report), recomputed_of(report["plan"])
+        plan = plan_one(model, batch, report["cluster"], k)
         time_s, memory = report["iteration_time_s"], report["peak_memory_bytes_max"]
         spread = spread_s(report["step_times_s"][measured.get("warmup", 2):])
         rows.append(
-            f"| {model} | {batch} | {plan.precision} | {time_s * 1e3:.1f} ± {spread * 1e3:.1f} | "
+            f"| {model}{f' (first {k} blocks recomputed)' if k else ''} | {batch} | {plan.precision} | {time_s * 1e3:.1f} ± {spread * 1e3:.1f} | "
             f"{report['predicted_iteration_time_s'] * 1e3:.1f} | {plan.iteration_time_s * 1e3:.1f} | "
             f"{error(time_s, plan.iteration_time_s):+.1%} | {memory / 2**30:.2f} | "
             f"{report['predicted_peak_memory_bytes'] / 2**30:.2f} | {plan.peak_memory_bytes / 2**30:.2f} | "
@@ -159,6 +177,8 @@ def main() -> int:
     p = sub.add_parser("plans", help="plan each model on one device of the preset (here)")
     p.add_argument("--cluster", default="h200-1x8")
     p.add_argument("-o", "--output", required=True, help="folder for the plan files")
+    p.add_argument("--models", nargs="*", help="only these of MODELS")
+    p.add_argument("--recompute", action="store_true", help="also RECOMPUTED's plans with their first k blocks recomputed")
     p.set_defaults(handler=write_plans)
     p = sub.add_parser("measure", help="run each plan on the GPU")
     p.add_argument("plans", help="the folder `plans` wrote")
