@@ -180,8 +180,10 @@ def caches_off(module: torch.nn.Module):
     for config in configs.values():
         config.use_cache = False
     if configs:
+        names = sorted(n or "(the model)" for n in configs)
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more submodules" if len(names) > 3 else "")
         warnings.warn(f"capture {type(module).__name__}: the KV cache (config.use_cache) is turned off for the "
-                      f"training graph, in {sorted(n or '(the model)' for n in configs)}", CaptureNote, stacklevel=3)
+                      f"training graph, in {shown}", CaptureNote, stacklevel=3)
     try:
         yield sorted(configs)
     finally:
