@@ -11,8 +11,9 @@ a stage's plan; here the stages are equal device blocks, as torchtitan's PP mesh
              configure in a stage: data parallel and FSDP where the micro-batch splits over d,
              tensor parallel in a node with FSDP across; or, asked, FT's fastest plan of the
              micro-batch on d devices, the same in every stage) and with / without recomputation
-             (by default only where the plan without does not fit: first the blocks of the
-             stages over the memory cap, then every block):
+             (by default only where the plan without does not fit: first, in each stage over
+             the memory cap, the fewest of its leading blocks with which it fits, then every
+             block):
           cuts  = `balanced_cuts`: the blocks cut into p contiguous runs minimizing the largest
                   run's forward + backward time (the ops before the first block go with stage 0,
                   after the last with stage p - 1), by the linear-partition DP
@@ -149,19 +150,52 @@ def _candidate(micro: PlanningContext, stage: PlanningContext, p: int, m: int, i
 
 
 def recompute_stages_over(micro: PlanningContext, plan: Plan) -> Plan | None:
-    """The plan with the blocks of the stages over the memory cap recomputed (1F1B's first stages
-    hold the most micro-batches), the others keeping their activations; None where that is none
-    or all of them."""
+    """The plan recomputing, in each stage over the memory cap (1F1B's first stages hold the most
+    micro-batches), the fewest of that stage's leading blocks with which it fits, the other stages
+    keeping their activations; None where no stage is over. Where a stage is over even recomputing
+    all its blocks, the plan recomputing every block of the stages over (the caller then tries
+    every block). search.selective's reasoning stage by stage:
+    stages hold disjoint devices, so a stage's blocks change its own peak only, and every stage
+    over the cap is bisected at once, one simulation per round (about log2 of a stage's blocks)."""
     pipe = plan.strategy.pipeline
-    peaks = plan.details["peak_memory_per_device"]
-    over = [s for s, block in enumerate(pipe.stage_devices(plan.num_devices))
-            if max(peaks[d] for d in block) > micro.memory_cap_bytes]
+    devices = pipe.stage_devices(plan.num_devices)
     stage = stage_of(plan.graph, pipe)
-    found = blocks(micro.graph)
-    names = tuple(b.name for b in found if stage[b.ops[0]] in over)
-    if not names or len(names) == len(found):
+    by_stage: dict[int, list[str]] = {}
+    for block in blocks(micro.graph):
+        by_stage.setdefault(stage[block.ops[0]], []).append(block.name)
+
+    def over_cap(tried: Plan, s: int) -> bool:
+        return max(tried.details["peak_memory_per_device"][d] for d in devices[s]) > micro.memory_cap_bytes
+
+    over = [s for s in range(pipe.num_stages) if over_cap(plan, s)]
+    if not over or any(s not in by_stage for s in over):
         return None
-    label = f"{plan.details['label']} + recompute stage{'s' if len(over) > 1 else ''} {', '.join(map(str, over))}"
+    low, high = dict.fromkeys(over, 0), {s: len(by_stage[s]) for s in over}
+    tried: dict[tuple, Plan] = {}
+
+    def made(counts: dict[int, int]) -> Plan:
+        key = tuple(sorted(counts.items()))
+        if key not in tried:
+            tried[key] = _recomputing_stages(micro, plan, by_stage, counts)
+        return tried[key]
+
+    if any(over_cap(made(high), s) for s in over):
+        return made(high)
+    while any(high[s] - low[s] > 1 for s in over):
+        middle = {s: (low[s] + high[s]) // 2 if high[s] - low[s] > 1 else high[s] for s in over}
+        probe = made(middle)
+        for s in over:
+            if high[s] - low[s] > 1:
+                low[s], high[s] = (middle[s], high[s]) if over_cap(probe, s) else (low[s], middle[s])
+    return made(high)
+
+
+def _recomputing_stages(micro: PlanningContext, plan: Plan, by_stage: dict[int, list[str]],
+                        counts: dict[int, int]) -> Plan:
+    """`plan` with the first counts[s] blocks of each stage s recomputed, simulated."""
+    names = tuple(name for s, k in sorted(counts.items()) for name in by_stage[s][:k])
+    shown = ", ".join(f"{k} of stage {s}" for s, k in sorted(counts.items()) if k)
+    label = f"{plan.details['label']} + recompute {shown}"
     return make_plan(recomputing(micro, names), plan.strategy, "pipeline",
                      details={"stage_plan": plan.details["stage_plan"], "label": label})
 

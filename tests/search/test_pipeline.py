@@ -14,9 +14,9 @@ from stratagem.errors import ConfigError, StratagemError
 from stratagem.frontend import zoo
 from stratagem.plan import Plan
 from stratagem.search import registry
-from stratagem.search.context import context
+from stratagem.search.context import context, make_plan, recomputing
 from stratagem.search.modes import staged_plans
-from stratagem.search.pipeline import PipelineOptions, _partition, pipeline_plans
+from stratagem.search.pipeline import PipelineOptions, _partition, pipeline_plans, recompute_stages_over
 from stratagem.cost.recompute import blocks
 from stratagem.space import check_pipeline, stage_ops
 
@@ -240,3 +240,36 @@ def test_a_failed_pipeline_worker_is_made_good_here_with_a_warning(monkeypatch):
     with pytest.warns(RuntimeWarning, match="the worker's own trouble"):
         front = modes.frontier_and_stages(ctx, None, "yes")
     assert front.details["stages"]["weighed"] == len(searched(ctx)) > 0
+
+
+def test_each_stage_over_the_cap_recomputes_the_fewest_of_its_blocks_that_fit():
+    """Two stages of two blocks each: at caps between the peaks, each stage over the cap recomputes
+    the fewest of its leading blocks with which it fits, as trying every count per stage finds."""
+    ctx = context(zoo.build("gpt-tiny"), "a100-2x8", 16)
+    (plain,) = pipeline_plans(ctx, PipelineOptions(stages=2, micro_batches=4, inner="data-parallel", recompute="no"))
+    micro = context(plain.graph, "a100-2x8", 16)
+    devices = plain.strategy.pipeline.stage_devices(16)
+    stage = {op: s for s, ops in enumerate(stage_ops(plain.graph, plain.strategy.pipeline)) for op in ops}
+    by_stage = [[b.name for b in blocks(plain.graph) if stage[b.ops[0]] == s] for s in range(2)]
+    assert [len(names) for names in by_stage] == [2, 2]
+
+    def stage_peaks(counts):
+        names = tuple(n for s, k in enumerate(counts) for n in by_stage[s][:k])
+        made = make_plan(recomputing(micro, names), plain.strategy, "pipeline")
+        return [max(made.details["peak_memory_per_device"][d] for d in devices[s]) for s in range(2)]
+    peaks = {counts: stage_peaks(counts) for counts in itertools.product(range(3), repeat=2)}
+    levels = sorted({p for ps in peaks.values() for p in ps})
+    for cap in [(a + b) / 2 for a, b in zip(levels, levels[1:])]:
+        fitting = [c for c, ps in peaks.items() if max(ps) <= cap]
+        capped = replace(micro, memory_cap_bytes=cap)
+        found = recompute_stages_over(capped, plain)
+        if max(peaks[0, 0]) <= cap:
+            assert found is None
+            continue
+        if not fitting:
+            assert found.peak_memory_bytes > cap
+            continue
+        least = min(fitting, key=sum)
+        assert all(sum(c) > sum(least) or c == least for c in fitting)      # one least vector
+        assert found.recompute == tuple(n for s, k in enumerate(least) for n in by_stage[s][:k])
+        assert found.peak_memory_bytes <= cap and found.strategy == plain.strategy
