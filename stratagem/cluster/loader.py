@@ -230,7 +230,7 @@ def _curve(f: Fields, key: str, default: EfficiencyCurve) -> EfficiencyCurve:
 def _device(f: Fields) -> DeviceSpec:
     f.check_known({"kind", "matrix_flops_per_s", "vector_flops_per_s", "memory_bandwidth_bytes_per_s",
                    "memory_bytes", "launch_overhead_s", "matrix_efficiency", "vector_efficiency",
-                   "memory_efficiency", "unaligned_gemm_factor"})
+                   "memory_efficiency", "unaligned_gemm_factor", "fused_kernels"})
     base = DeviceSpec(f.text("kind"), f.number_table("matrix_flops_per_s"),
                       f.number_table("vector_flops_per_s"), f.number("memory_bandwidth_bytes_per_s"),
                       f.size("memory_bytes"), f.number("launch_overhead_s", positive=False))
@@ -239,7 +239,16 @@ def _device(f: Fields) -> DeviceSpec:
                       _curve(f, "matrix_efficiency", base.matrix_efficiency),
                       _curve(f, "vector_efficiency", base.vector_efficiency),
                       _curve(f, "memory_efficiency", base.memory_efficiency),
-                      _curves_by_dtype(f, "matrix_efficiency"), _unaligned_gemm_factor(f))
+                      _curves_by_dtype(f, "matrix_efficiency"), _unaligned_gemm_factor(f), _fused_kernels(f))
+
+
+def _fused_kernels(f: Fields) -> tuple[str, ...]:
+    if not f.has("fused_kernels"):
+        return ()
+    kinds = f.raw("fused_kernels")
+    if not isinstance(kinds, list) or not all(isinstance(k, str) and k for k in kinds):
+        raise f.error("fused_kernels", "a list of op kinds (e.g. [rms_norm])", kinds)
+    return tuple(kinds)
 
 
 def _unaligned_gemm_factor(f: Fields) -> float:

@@ -71,6 +71,10 @@ class DeviceSpec:
     # result that is no multiple of 4 bytes (an odd bf16 width: cost.compute.rows_aligned) runs at
     # this fraction of its curve; 1.0 where not measured
     unaligned_gemm_factor: float = 1.0
+    # op kinds whose kernel on this device is fused and keeps none of what its record says the
+    # CPU kernel keeps inside (`keeps_inside`): CUDA's RMSNorm keeps its input and 1/rms only,
+    # where the CPU's also keeps x/rms for the weight's gradient (benchmarks/saved_probe.py)
+    fused_kernels: tuple[str, ...] = ()
 
     def efficiency(self, dtype: str, matrix: bool) -> EfficiencyCurve:
         """The compute efficiency curve of the engine that runs `dtype` math."""

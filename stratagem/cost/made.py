@@ -83,7 +83,7 @@ def _least_made_bytes(model, op_name: str) -> float:
     inside = 0.0
     if op.inputs and op_name not in model.recomputed:
         first = graph.tensors[op.inputs[0]]
-        inside = kept_inside_bytes(graph, op, math.prod(first.shape) / model.num_devices)
+        inside = kept_inside_bytes(graph, op, math.prod(first.shape) / model.num_devices, model.device.fused_kernels)
     return inside + _kept_outputs_bytes(model, op_name)
 
 

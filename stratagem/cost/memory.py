@@ -37,6 +37,7 @@ readers); the transient memory (cost.transient) gives it none either.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from stratagem import values
@@ -140,16 +141,28 @@ def _elementwise(graph: Graph, op: Op, analyses: AnalysisCache | None) -> bool:
     return (analyses[op.name] if analyses is not None else analyze_op(graph, op)).is_elementwise
 
 
-def kept_inside_bytes(graph: Graph, op: Op, first_input_local_elements: float) -> float:
+def kept_inside_bytes(graph: Graph, op: Op, first_input_local_elements: float,
+                      fused_kernels: Collection[str] = ()) -> float:
     """Bytes `op`'s kernel keeps for backward beyond its saved inputs and outputs (the record's
-    `keeps_inside` x its first input's local bytes); none when no input needs a gradient."""
+    `keeps_inside` x its first input's local bytes); none when no input needs a gradient, or when
+    the device runs its kind as a fused kernel that keeps nothing more (`fused_kernels`: the
+    device's DeviceSpec.fused_kernels)."""
     record = LIBRARY.get(op.kind)
-    if record is None or not record.keeps_inside or not op.inputs:
+    if record is None or not record.keeps_inside or not op.inputs or op.kind in fused_kernels:
         return 0.0
     if not any(t in graph.requires_grad for t in op.inputs):
         return 0.0
     multiple = sum(m for m, given in record.keeps_inside if given is None or _given(record, op, given))
     return multiple * first_input_local_elements * dtype_bytes(graph.tensors[op.inputs[0]].dtype)
+
+
+def check_fused_kernels(kinds: Collection[str]) -> None:
+    """A device's `fused_kernels` name op kinds of the library that keep something inside."""
+    unknown = [k for k in kinds if k not in LIBRARY or not LIBRARY[k].keeps_inside]
+    if unknown:
+        raise values.invalid("device.fused_kernels", "op kinds whose records keep something inside their kernel "
+                             f"({', '.join(k for k, r in sorted(LIBRARY.items()) if r.keeps_inside)})",
+                             ", ".join(unknown), hint="Remove them from the cluster file's device.fused_kernels")
 
 
 def _given(record, op: Op, parameter: str) -> bool:

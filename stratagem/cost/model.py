@@ -33,7 +33,7 @@ from stratagem.cost.compute_table import ComputeTable, ProfileRequest
 from stratagem.cost.costs import EdgeCost, OpCost, PlanCost
 from stratagem.cost.edgecost import EdgeFacts, consumer_layouts, edge_facts, priced_edge, source_layouts
 from stratagem.cost.made import descendant_bits, later_kept_bytes, least_made, made_bytes
-from stratagem.cost.memory import Optimizer, kept_tensors, saved_tensors, viewed_input
+from stratagem.cost.memory import Optimizer, check_fused_kernels, kept_tensors, saved_tensors, viewed_input
 from stratagem.cost.opcost import OpFacts, OpWork, build_op_cost, op_facts, op_work
 from stratagem.cost.oplayouts import OpLayouts
 from stratagem.cost.recompute import recomputed_ops, with_recompute
@@ -87,6 +87,7 @@ class CostModel:
         self.mixed_precision = mixed_precision
         self.shard_updates = shard_updates
         self.device = cluster.devices[0].spec
+        check_fused_kernels(self.device.fused_kernels)
         self.compute = ComputeModel(self.device, compute_table)
         self.layouts = OpLayouts(graph)
         self.analyses = self.layouts.analyses

@@ -297,16 +297,18 @@ def _memory(model, op, inputs: list[TensorLayout], output: TensorLayout, shards:
         elements = inputs[i].local_num_elements(spec.shape) / shards[i]
         optimizer += elements * model.optimizer.state_bytes_per_element(held_itemsize(model, spec))
     saved = saved_tensors(graph, op)
-    inside = 0.0 if recomputed or not inputs else kept_inside(graph, op, inputs[0])
+    inside = 0.0 if recomputed or not inputs else kept_inside(model, op, inputs[0])
     activation = sum(_local_bytes(graph, t, output if t in op.outputs else inputs[op.inputs.index(t)])
                      for t in saved) + copies.kept_bytes + inside
     temporary = sum(_local_bytes(graph, t, output) for t in op.outputs if t not in saved)
     return MemoryCost(parameter, gradient, optimizer, activation, temporary, inside)
 
 
-def kept_inside(graph, op, first_input: TensorLayout | None) -> float:
+def kept_inside(model, op, first_input: TensorLayout | None) -> float:
     """What `op`'s kernel keeps for backward besides its saved tensors, its first input laid out
-    as `first_input`."""
+    as `first_input`, on the model's devices."""
     if first_input is None:
         return 0.0
-    return kept_inside_bytes(graph, op, first_input.local_num_elements(graph.tensors[op.inputs[0]].shape))
+    graph = model.graph
+    return kept_inside_bytes(graph, op, first_input.local_num_elements(graph.tensors[op.inputs[0]].shape),
+                             model.device.fused_kernels)

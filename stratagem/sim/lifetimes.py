@@ -140,7 +140,7 @@ def _recomputed_sizes(state: SimState, name: str) -> list[float]:
         return []
     saved = graph.meta.get("recompute_saved", {}).get(name, ())
     config, op = state.strategy[name], graph.op(name)
-    inside = kept_inside(graph, op, state.model.input_layout(name, config, 0) if op.inputs else None)
+    inside = kept_inside(state.model, op, state.model.input_layout(name, config, 0) if op.inputs else None)
     found = [inside] if inside else []
     for t in saved:
         spec = graph.tensors[t]

@@ -44,6 +44,7 @@ def test_yaml_and_json_copies_of_a_preset_load_alike(tmp_path, good):
     (lambda d: d["device"].update(matrix_efficiency=[[1e9, 0.5], [1e6, 0.9]]), "device.matrix_efficiency"),
     (lambda d: d["device"].update(unaligned_gemm_factor=8), "device.unaligned_gemm_factor"),
     (lambda d: d["device"].update(unaligned_gemm_factor=0), "device.unaligned_gemm_factor"),
+    (lambda d: d["device"].update(fused_kernels="rms_norm"), "device.fused_kernels"),
 ])
 def test_bad_fields_are_named(tmp_path, good, edit, field):
     data = copy.deepcopy(good)

@@ -10,6 +10,7 @@ from stratagem import zoo
 from stratagem.cost import CostModel
 from stratagem.cost import memory as memory_module
 from stratagem.cost.memory import is_contiguous, saved_tensors, viewed_input
+from stratagem.errors import ConfigError
 from stratagem.ir import Graph, Op, Role, TensorSpec
 from stratagem.sim.builder import simulate
 from stratagem.space import Configuration
@@ -143,3 +144,34 @@ def test_the_reshape_after_a_decoders_attention_is_a_view():
         assert is_contiguous(graph, transpose.outputs[0])
         reshape = graph.consumers[transpose.outputs[0]][0]
         assert reshape.kind == "reshape" and viewed_input(graph, reshape) == transpose.outputs[0]
+
+
+def test_a_device_running_a_fused_kernel_keeps_nothing_inside_it():
+    """RMSNorm's record says its (CPU) kernel keeps x/rms beside its input; a device whose preset
+    names rms_norm among its fused kernels (CUDA's, measured) keeps no such copy: the op's
+    activation memory and the simulated peak are one input's shard lower there, everything else
+    alike."""
+    graph = zoo.build("gpt-tiny")
+    norms = [op for op in graph.ops if op.kind == "rms_norm"]
+    cpu, gpu = (CostModel(graph, cluster, num_devices=1) for cluster in ("cpu-1x2", "a100-1x8"))
+    assert gpu.device.fused_kernels == ("rms_norm",) and not cpu.device.fused_kernels
+    whole = Configuration.of()
+    for op in norms:
+        first = graph.tensors[op.inputs[0]]
+        assert cpu.op_cost(op.name, whole).memory.kept_inside_bytes == first.num_bytes
+        assert gpu.op_cost(op.name, whole).memory.kept_inside_bytes == 0
+    strategy = {op.name: whole for op in graph.ops}
+    peaks = [simulate(m, strategy).peak_memory_bytes for m in (cpu, gpu)]
+    assert peaks[0] - peaks[1] == sum(graph.tensors[op.inputs[0]].num_bytes for op in norms)
+
+
+def test_a_device_naming_an_unknown_fused_kernel_is_refused(tmp_path):
+    import yaml
+    from stratagem.cluster import load
+    from stratagem.cluster.loader import PRESET_DIR
+    data = yaml.safe_load((PRESET_DIR / "v100-2x8.yaml").read_text())
+    data["device"]["fused_kernels"] = ["rms_norm", "linear"]
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match="fused_kernels.*linear"):
+        CostModel(zoo.build("gpt-tiny"), load(path), num_devices=1)
