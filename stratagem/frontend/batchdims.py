@@ -71,15 +71,26 @@ def _shape(value: Any) -> tuple[int, ...] | None:
     return tuple(value.shape) if isinstance(value, torch.Tensor) else None
 
 
-def dims_between(program: Any, grown: Any) -> Mapping[str, int | None]:
+def dims_between(program: Any, grown: Any, one_sample: bool = False) -> Mapping[str, int | None]:
     """fx node name -> batch dim, from the program and the one with one more sample (each an
-    ExportedProgram, anything with its `graph`, or its ProgramShapes); empty, with a warning,
-    when their graphs differ."""
+    ExportedProgram, anything with its `graph`, or its ProgramShapes); empty when their graphs
+    differ, with a warning unless the program's batch is `one_sample` (`is_one_sample`): export
+    drops what broadcasts to a batch of one (Hugging Face's position ids, expanded to the batch),
+    so such graphs differ by a node, and no plan splits one sample, so nothing is lost."""
     first, second = (x if isinstance(x, ProgramShapes) else program_shapes(x) for x in (program, grown))
     if [node[:2] for node in first.nodes] != [node[:2] for node in second.nodes]:
-        _warn("its graph changes with the batch size")
+        if not one_sample:
+            _warn("its graph changes with the batch size")
         return {}
     return {a[0]: compare(a[2], b[2]) for a, b in zip(first.nodes, second.nodes)}
+
+
+def is_one_sample(program: Any, sample_dims: Mapping[str, int | None]) -> bool:
+    """Whether every user input with a sample dim (`sample_dims`: placeholder name -> dim) holds
+    one sample in `program`, and some input has one."""
+    shapes = {name: shape for name, _, shape in program_shapes(program).nodes}
+    sizes = [shapes[name][dim] for name, dim in sample_dims.items() if dim is not None and shapes.get(name)]
+    return bool(sizes) and all(size == 1 for size in sizes)
 
 
 def compare(before: tuple[int, ...] | None, after: tuple[int, ...] | None) -> int | None:

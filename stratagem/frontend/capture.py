@@ -31,7 +31,7 @@ import torch
 from stratagem.errors import StratagemError
 from stratagem.values import closest
 from stratagem.forked import background
-from stratagem.frontend.batchdims import dims_between, grown_export, program_shapes
+from stratagem.frontend.batchdims import dims_between, grown_export, is_one_sample, program_shapes
 from stratagem.frontend.export import export_program
 from stratagem.frontend.lower import Lowered, Lowering
 from stratagem.frontend.saved import SavedTensors, record_saved
@@ -96,7 +96,7 @@ def capture_with_exports(module: torch.nn.Module, example_inputs: Any, *, name: 
         elif grown is None:
             grown = grown_export(module, inputs, leaf_dims)
     found = shapes if shapes is not None else grown
-    batch = {} if found is None else dims_between(program, found)
+    batch = {} if found is None else dims_between(program, found, is_one_sample(program, by_name))
     graph = lowered_graph(program, module, batch, by_name, record_saved(program), name, turned_off, convert)
     return Captured(graph, program, grown, regrow)
 

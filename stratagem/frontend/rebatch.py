@@ -32,7 +32,7 @@ import torch
 from torch import fx
 
 from stratagem.frontend.capture import Captured, caches_off, input_sample_dims, lowered_graph, positional_inputs
-from stratagem.frontend.batchdims import dims_between
+from stratagem.frontend.batchdims import dims_between, is_one_sample
 from stratagem.frontend.export import export_program
 from stratagem.frontend.fxnodes import tensor_leaves
 from stratagem.frontend.saved import saved_tensors
@@ -119,7 +119,8 @@ def derived_graph(family: BatchFamily, batch: int, inputs: Any, name: str) -> Gr
     module = family.module
     with caches_off(module) as turned_off:
         by_name = input_sample_dims(program, positional_inputs(module, inputs), None)
-    return lowered_graph(program, module, dims_between(program, grown), by_name, saved, name, turned_off)
+    return lowered_graph(program, module, dims_between(program, grown, is_one_sample(program, by_name)), by_name,
+                         saved, name, turned_off)
 
 
 # ---- matching the symbolic export to the capture's ------------------------------------------
