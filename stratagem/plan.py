@@ -185,7 +185,7 @@ def config_from_dict(data: Mapping[str, Any]) -> Configuration:
     except (KeyError, TypeError, ValueError) as error:
         raise ConfigError("configuration record is malformed",
                           expected='{"first_device": int, "levels": [[dim or null, size], ...], '
-                                   '"state": "sharded" | "sharded_kept" (optional)}',
+                                   '"state": "sharded" | "sharded_kept" | "offloaded" (optional)}',
                           got=repr(data)) from error
 
 

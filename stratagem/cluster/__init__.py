@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stratagem.cluster.cluster import Cluster
+from stratagem.cluster.cluster import HOST_TRANSFERS, Cluster
 from stratagem.cluster.collectives import KINDS, Estimate
 from stratagem.cluster.comm_table import CommTable, normalize_groups
 from stratagem.cluster.loader import cluster_data, load_spec, parse_spec, preset_names, with_tables
@@ -33,7 +33,7 @@ def load(name_or_path: str | Path, comm_table: CommTable | str | Path | None = N
     return Cluster(spec, comm_table)
 
 
-__all__ = ["KINDS", "Cluster", "ClusterSpec", "CommTable", "Device", "DeviceSpec", "EfficiencyCurve",
+__all__ = ["HOST_TRANSFERS", "KINDS", "Cluster", "ClusterSpec", "CommTable", "Device", "DeviceSpec", "EfficiencyCurve",
            "Estimate", "Link", "Node", "cluster_data", "load", "load_spec", "normalize_groups", "parse_spec",
            "preset_names", "with_tables"]
 

@@ -32,6 +32,10 @@ from stratagem.errors import ConfigError
 
 Channels = tuple[tuple[tuple[int, ...], float], ...]
 
+# copies between each device and its host's memory (cluster.spec.HostSpec): groups of one device,
+# each over its own link, all at once
+HOST_TRANSFERS = ("host_to_device", "device_to_host")
+
 
 class Cluster:
     def __init__(self, spec: ClusterSpec, comm_table: CommTable | None = None):
@@ -199,6 +203,8 @@ class Cluster:
 
     def collective_estimate(self, kind: str, num_bytes: float, groups: Iterable[Sequence[int]]) -> Estimate:
         """Time, algorithm and protocol of `kind` run by all `groups` at once (n bytes per group)."""
+        if kind in HOST_TRANSFERS:
+            return Estimate(self.host_transfer_time_s(num_bytes), "host copy", "-")
         check_kind(kind)
         key = normalize_groups(groups)
         self._check_groups(kind, key)
@@ -210,6 +216,19 @@ class Cluster:
         if plan is None:
             plan = self._plans[(kind, key)] = plan_collective(self, kind, key)
         return estimate(plan, num_bytes, self.spec.protocols, self.spec.reduction_s_per_byte)
+
+    def host_transfer_time_s(self, num_bytes: float) -> float:
+        """A copy of `num_bytes` between a device and its host's memory (either way), over the
+        device's own host link; refused on a cluster whose file says nothing of its hosts."""
+        host = self.spec.host
+        if host is None:
+            raise ConfigError(f"cluster {self.name!r} has no host section: nothing can be offloaded to host memory",
+                              expected="host: {link: {bandwidth_bytes_per_s, latency_s}, optimizer_bytes_per_s, "
+                                       "memory_bytes} in the cluster file",
+                              got="none", hint="Add the host section, or plan without the 'offloaded' weight state")
+        if num_bytes <= 0:
+            return 0.0
+        return host.link.latency_s + num_bytes / host.link.bandwidth_bytes_per_s
 
     def concurrent_collective_time_s(self, kind: str, num_bytes: float,
                                      groups: Iterable[Sequence[int]]) -> float:

@@ -29,6 +29,10 @@ File format (every bandwidth per direction in bytes/s, every latency in s, per h
                  collectives, as stratagem.runtime does; true: a dataflow runtime overlaps them),
                  native_all_to_all (default true; false where a shard-to-shard move runs as
                  all-gather + chunk, as DTensor does on gloo)
+    host:        optional {link: {bandwidth_bytes_per_s, latency_s} (each device's own link to host
+                 memory), optimizer_bytes_per_s (optimizer traffic one device's process steps per
+                 second on the host CPU), memory_bytes (per node)}: where the "offloaded" weight
+                 state keeps weights, gradients and optimizer state; without it nothing is offloaded
     tables:      optional {ops: FILE, comm: FILE}: measured op and collective times (`stratagem
                  profile ops|comm`), paths relative to the cluster file; every command that plans,
                  simulates or validates on the cluster prices with them where they have an entry
@@ -50,7 +54,7 @@ from typing import Any
 import yaml
 
 from stratagem.cluster.spec import (
-    CALCULON_MATRIX, NCCL_PROTOCOLS, ClusterSpec, DeviceSpec, EfficiencyCurve, Fabric, LinkSpec, MeshFabric,
+    CALCULON_MATRIX, NCCL_PROTOCOLS, ClusterSpec, DeviceSpec, EfficiencyCurve, Fabric, HostSpec, LinkSpec, MeshFabric,
     NetworkSpec, PCIeTreeFabric, Protocol, SwitchFabric, SwitchLevel, SwitchLevels,
 )
 from stratagem.errors import ConfigError
@@ -134,7 +138,7 @@ def _family_examples() -> list[str]:
 # ---- parsing -------------------------------------------------------------------------------------
 
 _TOP = {"name", "description", "nodes", "devices_per_node", "device", "fabrics", "network",
-        "collectives", "sources", "tables"}
+        "collectives", "sources", "tables", "host"}
 TABLES = ("ops", "comm")
 
 
@@ -159,7 +163,13 @@ def parse_spec(data: Any, source: str, directory: Path | None = None) -> Cluster
         reduction_s_per_byte=collectives.number("reduction_s_per_byte", 0.0, positive=False),
         overlap_compute=collectives.boolean("overlap_compute", False),
         native_all_to_all=collectives.boolean("native_all_to_all", True),
-        ops_table=tables.get("ops"), comm_table=tables.get("comm"))
+        ops_table=tables.get("ops"), comm_table=tables.get("comm"),
+        host=_host(top.sub("host")) if top.has("host") else None)
+
+
+def _host(f: Fields) -> HostSpec:
+    f.check_known({"link", "optimizer_bytes_per_s", "memory_bytes"})
+    return HostSpec(_link(f.sub("link")), f.number("optimizer_bytes_per_s"), f.size("memory_bytes"))
 
 
 def _tables(top: Fields, directory: Path | None) -> dict[str, str]:

@@ -190,6 +190,19 @@ NCCL_PROTOCOLS = (
 
 
 @dataclass(frozen=True)
+class HostSpec:
+    """The host each device's process runs on, as offloading to it sees it (the "offloaded" weight
+    state, cost.weight_state): `link`, each device's own link to host memory (PCIe; per direction,
+    copies of pinned memory); `optimizer_bytes_per_s`, the optimizer traffic (cost.memory.Optimizer
+    .update_traffic_per_element) one device's process steps per second on the host CPU, its share
+    of the node's cores; `memory_bytes`, the node's host memory."""
+
+    link: LinkSpec
+    optimizer_bytes_per_s: float
+    memory_bytes: float
+
+
+@dataclass(frozen=True)
 class ClusterSpec:
     name: str
     description: str
@@ -214,6 +227,7 @@ class ClusterSpec:
     # read by the cost model; collective times (`profile comm`), read by the cluster
     ops_table: str | None = None
     comm_table: str | None = None
+    host: HostSpec | None = None          # None: nothing is offloaded to the host
 
     @property
     def num_devices(self) -> int:

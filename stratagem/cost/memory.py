@@ -58,6 +58,8 @@ class MemoryCost:
     temporary_bytes: float
     kept_inside_bytes: float = 0.0   # of activation_bytes: what the kernel keeps that is neither
                                      # an input nor the output (`kept_inside_bytes` below)
+    host_bytes: float = 0.0          # weight, gradient and optimizer state held in host memory
+                                     # ("offloaded" weight state), none of the device's total
 
     @property
     def total_bytes(self) -> float:

@@ -274,7 +274,7 @@ class CostModel:
         if key not in self._configs:
             found = self._enumerated(self.analyses[op_name], options)
             if options.state_sharding:
-                found = with_states(self.graph, self.layouts, op_name, found)
+                found = with_states(self.graph, self.layouts, op_name, found, options.offload)
             self._configs[key] = found
         return self._configs[key]
 
@@ -334,6 +334,24 @@ class CostModel:
         for num_bytes, devices, _ in (transient_terms(self, strategy) if terms is None else terms):
             np.maximum.at(parts["transient"], list(devices), num_bytes)
         return {kind: values.tolist() for kind, values in parts.items()}
+
+    def host_bytes(self, strategy: Mapping[str, Configuration]) -> list[float]:
+        """Per device, the weights, gradients and optimizer state its ops keep in host memory
+        (the "offloaded" weight state; none of the device's memory)."""
+        found = np.zeros(self.num_devices)
+        for op in self.graph.ops:
+            config = strategy[op.name]
+            if config.offloaded:
+                found[config.first_device:config.first_device + config.num_devices] += \
+                    self.op_cost(op.name, config).memory.host_bytes
+        return found.tolist()
+
+    def host_bytes_per_node(self, strategy: Mapping[str, Configuration]) -> float:
+        """The most host memory the devices of one node keep offloaded (`host_bytes`, summed per node)."""
+        per_device = np.asarray(self.host_bytes(strategy))
+        per = self.cluster.spec.devices_per_node
+        padded = np.concatenate([per_device, np.zeros(-len(per_device) % per)])
+        return float(padded.reshape(-1, per).sum(axis=1).max()) if len(padded) else 0.0
 
     def input_transient(self, edge: Edge, src_config: Configuration | None, dst_config: Configuration,
                         option: str | None, kept_by_another: bool) -> tuple[float, float, float]:

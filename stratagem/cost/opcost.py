@@ -12,7 +12,12 @@
     gather              weights held sharded (cost.weight_state: the configuration's `state`):
                         an all-gather per data-parallel bucket before forward, again before
                         backward for "sharded"; their gradient is reduce-scattered (the sync step)
-                        and their weight, gradient, optimizer state and update are 1/p
+                        and their weight, gradient, optimizer state and update are 1/p;
+                        "offloaded": as "sharded", each gather after a copy of the local shards
+                        in from the host, the reduce-scatter followed by a copy of the gradient's
+                        shards out (both over the device's host link: "host_to_device",
+                        "device_to_host"), the update on the host CPU (the traffic over the host's
+                        `optimizer_bytes_per_s`), and the three held in host memory, not the device's
     memory              memory.MemoryCost; a gathered weight kept until backward ("sharded_kept")
                         is held like a saved activation, one freed after forward ("sharded") lives
                         only while the op runs (cost.transient's own term)
@@ -163,16 +168,34 @@ def build_op_cost(model, op_name: str, config: Configuration) -> OpCost:
     shards = _update_shards(model, grads, sharded)
     gather = _gather_steps(model, tuple(sharded.values()))
     recomputed = op_name in model.recomputed
-    copies = _weight_copies(model, op, inputs, weights, sharded, config.state, recomputed)
+    copies = _weight_copies(model, op, inputs, weights, sharded, config.regathers, recomputed)
     backward_s = times.backward_time_s + (times.forward_time_s if recomputed else 0.0)
-    return OpCost(times.forward_time_s, backward_s,
-                  _update_time_s(model, op, inputs, shards), sync,
-                  sum((s.time_s for s in sync), 0.0), _memory(model, op, inputs, output, shards, sharded, copies, recomputed),
-                  times.source, gather, bool(gather) and (config.state == "sharded" or recomputed), copies)
+    host = frozenset(sharded) if config.offloaded else frozenset()
+    if host:
+        gather = (_host_copy(model, "host_to_device", config, _stored_bytes(model, sharded)), *gather)
+        sync = (*sync, _host_copy(model, "device_to_host", config, _stored_bytes(model, sharded, gradient=True)))
+    return OpCost(times.forward_time_s, backward_s, _update_time_s(model, op, inputs, shards, host), sync,
+                  sum((s.time_s for s in sync), 0.0),
+                  _memory(model, op, inputs, output, shards, sharded, copies, recomputed, host),
+                  times.source, gather, bool(gather) and (config.regathers or recomputed), copies)
+
+
+def _stored_bytes(model, sharded: dict[int, ShardedWeight], gradient: bool = False) -> float:
+    """Bytes of one device's shards of the sharded weights as held (their gradients with
+    `gradient`: a weight without one, frozen, has none)."""
+    graph = model.graph
+    return sum(_held_bytes(model, w.tensor, w.stored) for w in sharded.values()
+               if not gradient or w.tensor in graph.requires_grad)
+
+
+def _host_copy(model, kind: str, config: Configuration, num_bytes: float) -> CommStep:
+    """A copy of `num_bytes` between each device of `config` and its host, all at once."""
+    groups = tuple((d,) for d in config.devices)
+    return CommStep(kind, groups, num_bytes, model.price(kind, num_bytes, groups))
 
 
 def _weight_copies(model, op, inputs: list[TensorLayout], weights: list[int], sharded: dict[int, ShardedWeight],
-                   state: str, recomputed: bool) -> WeightCopies:
+                   regathers: bool, recomputed: bool) -> WeightCopies:
     """The copies of its own weights the op reads: gathered (sharded state) or cast to the
     compute dtype (mixed precision), and how long each lives. A recomputed op makes again in
     backward what it would keep."""
@@ -182,7 +205,7 @@ def _weight_copies(model, op, inputs: list[TensorLayout], weights: list[int], sh
         tensor = op.inputs[i]
         if i in sharded:
             size = sharded[i].read_bytes(graph)
-            if state == "sharded" or recomputed:
+            if regathers or recomputed:
                 regathered += size
             else:
                 kept += size
@@ -265,43 +288,61 @@ def _update_shards(model, grads: dict[int, TensorLayout], sharded: dict[int, Sha
     return shards
 
 
-def _update_time_s(model, op, inputs: list[TensorLayout], shards: dict[int, int]) -> float:
-    if not shards:
-        return 0.0
-    device = model.device
+def _update_traffic_bytes(model, op, inputs: list[TensorLayout], shards: dict[int, int]) -> float:
+    """Bytes the optimizer's step moves over the local shards of the weights in `shards`."""
     traffic = 0.0
     for i in shards:
         spec = model.graph.tensors[op.inputs[i]]
         elements = inputs[i].local_num_elements(spec.shape) / shards[i]
         traffic += elements * model.optimizer.update_traffic_per_element(held_itemsize(model, spec))
-    memory_s = traffic / (device.memory_efficiency.at(traffic) * device.memory_bandwidth_bytes_per_s)
-    return memory_s + len(shards) * device.launch_overhead_s
+    return traffic
+
+
+def _update_time_s(model, op, inputs: list[TensorLayout], shards: dict[int, int], host: frozenset[int]) -> float:
+    """The step on the device (one memory-bound pass), and on the host CPU for the weights in
+    `host` (offloaded: their traffic over the host's `optimizer_bytes_per_s`)."""
+    on_device = {i: n for i, n in shards.items() if i not in host}
+    on_host = {i: n for i, n in shards.items() if i in host}
+    time_s = 0.0
+    if on_device:
+        device = model.device
+        traffic = _update_traffic_bytes(model, op, inputs, on_device)
+        time_s += traffic / (device.memory_efficiency.at(traffic) * device.memory_bandwidth_bytes_per_s)
+        time_s += len(on_device) * device.launch_overhead_s
+    if on_host:
+        time_s += _update_traffic_bytes(model, op, inputs, on_host) / model.cluster.spec.host.optimizer_bytes_per_s
+    return time_s
 
 
 def _memory(model, op, inputs: list[TensorLayout], output: TensorLayout, shards: dict[int, int],
-            sharded: dict[int, ShardedWeight], copies: WeightCopies, recomputed: bool) -> MemoryCost:
+            sharded: dict[int, ShardedWeight], copies: WeightCopies, recomputed: bool,
+            host: frozenset[int]) -> MemoryCost:
     """A weight held sharded has its weight, gradient and optimizer state in its stored layout;
     `shards` (with `shard_updates`) divides optimizer state only; weights are held in
-    `held_itemsize`. A weight copy kept until backward counts with the saved activations, and so
-    does what the kernel keeps inside (cost.memory.kept_inside_bytes), unless its block recomputes."""
+    `held_itemsize`; those of the weights in `host` (offloaded) are in host memory. A weight copy
+    kept until backward counts with the saved activations, and so does what the kernel keeps
+    inside (cost.memory.kept_inside_bytes), unless its block recomputes."""
     graph = model.graph
 
     def held(i: int) -> float:
         return _held_bytes(model, op.inputs[i], sharded[i].stored if i in sharded else inputs[i])
 
-    parameter = sum(held(i) for i in owned_parameters(graph, op))
-    gradient = sum(held(i) for i in shards)
-    optimizer = 0.0
-    for i in shards:
+    def optimizer(i: int) -> float:
         spec = graph.tensors[op.inputs[i]]
         elements = inputs[i].local_num_elements(spec.shape) / shards[i]
-        optimizer += elements * model.optimizer.state_bytes_per_element(held_itemsize(model, spec))
+        return elements * model.optimizer.state_bytes_per_element(held_itemsize(model, spec))
+
+    device_held = [i for i in owned_parameters(graph, op) if i not in host]
+    parameter = sum(held(i) for i in device_held)
+    gradient = sum(held(i) for i in shards if i not in host)
+    optimizer_bytes = sum(optimizer(i) for i in shards if i not in host)
+    host_bytes = sum(held(i) for i in host) + sum(held(i) + optimizer(i) for i in shards if i in host)
     saved = saved_tensors(graph, op)
     inside = 0.0 if recomputed or not inputs else kept_inside(model, op, inputs[0])
     activation = sum(_local_bytes(graph, t, output if t in op.outputs else inputs[op.inputs.index(t)])
                      for t in saved) + copies.kept_bytes + inside
     temporary = sum(_local_bytes(graph, t, output) for t in op.outputs if t not in saved)
-    return MemoryCost(parameter, gradient, optimizer, activation, temporary, inside)
+    return MemoryCost(parameter, gradient, optimizer_bytes, activation, temporary, inside, host_bytes)
 
 
 def kept_inside(model, op, first_input: TensorLayout | None) -> float:

@@ -14,7 +14,11 @@ stored layout is held in it: its weight, gradient and optimizer state take 1/p o
 bytes; before the op's forward its p shards are all-gathered into the read layout (`gathers`);
 the gradient, a partial sum over the axes, is reduce-scattered into the stored layout (it
 replaces data parallelism's all-reduce); "sharded" frees the gathered weight after forward and
-gathers it again for backward, "sharded_kept" keeps it from forward to backward.
+gathers it again for backward, "sharded_kept" keeps it from forward to backward. "offloaded" is
+"sharded" with the shards in host memory (FSDP2's CPUOffloadPolicy): before each gather the
+device copies its shard of the weight in from the host (`host_copies`), after the reduce-scatter
+it copies its gradient's shard out, the optimizer steps on the host CPU; the device holds none of
+the three between uses.
 
 `can_shard_state` says which (op, configuration) the space offers the sharded states for: the op
 owns a trainable weight with data-parallel axes, and no other op reads any weight it owns (a tied
@@ -110,7 +114,13 @@ def can_shard_state(graph: Graph, layouts, op_name: str, config: Configuration) 
     return not owns_tied_weight(graph, op_name) and bool(shardable_weights(graph, layouts, op_name, config))
 
 
-def with_states(graph: Graph, layouts, op_name: str, configs: tuple[Configuration, ...]
+def offered_states(offload: bool) -> tuple[str, ...]:
+    """The weight states the space offers an op that can shard: the sharded ones, and "offloaded"
+    with `offload` (searches ask for it, as it is slower than any other, when nothing fits)."""
+    return ("replicated", "sharded", "sharded_kept") + (("offloaded",) if offload else ())
+
+
+def with_states(graph: Graph, layouts, op_name: str, configs: tuple[Configuration, ...], offload: bool = False
                 ) -> tuple[Configuration, ...]:
     """`configs` (replicated), each followed by its sharded states where the op may take them."""
     if owns_tied_weight(graph, op_name):
@@ -119,7 +129,7 @@ def with_states(graph: Graph, layouts, op_name: str, configs: tuple[Configuratio
     for config in configs:
         found.append(config)
         if shardable_weights(graph, layouts, op_name, config):
-            found.extend(config.with_state(s) for s in ("sharded", "sharded_kept"))
+            found.extend(config.with_state(s) for s in offered_states(offload)[1:])
     return tuple(found)
 
 

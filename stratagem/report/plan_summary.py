@@ -43,7 +43,13 @@ def plan_lines(plan: Plan, memory_cap_bytes: float | None = None, fits: bool = T
         kinds = d["memory_by_kind"]
         lines.append("  memory by kind   " + ", ".join(f"{kind.replace('_', ' ')} {format_bytes(kinds[kind])}"
                                                        for kind in MEMORY_KINDS if kind in kinds)
-                     + f" (device {kinds.get('device', 0)}, additive)")
+                     + f" (device {kinds.get('device', 0)}, additive)"
+                     + (f"; in host memory {format_bytes(kinds['host'])} (offloaded)" if kinds.get("host") else ""))
+    if d.get("host_memory"):
+        host = d["host_memory"]
+        verdict = "fits" if host["per_node_bytes"] <= host["node_bytes"] else "DOES NOT FIT"
+        lines.append(f"  host memory      {format_bytes(host['per_node_bytes']):>10}  offloaded per node, of "
+                     f"{format_bytes(host['node_bytes'])}: {verdict}")
     if plan.recompute:
         shown = ", ".join(plan.recompute[:3]) + (f", ... ({len(plan.recompute)} blocks)" if len(plan.recompute) > 3 else "")
         lines.append(f"  recomputed       {shown}: each keeps only its inputs and runs its forward again in backward"
@@ -51,7 +57,8 @@ def plan_lines(plan: Plan, memory_cap_bytes: float | None = None, fits: bool = T
     if d.get("weight_states"):
         owners = ", ".join(f"{n} {state}" for state, n in sorted(d["weight_states"].items()))
         lines.append(f"  weights sharded  {owners} (ops holding their weights, gradients and optimizer "
-                     "state in shards over their data-parallel axes)"
+                     "state in shards over their data-parallel axes"
+                     + (", offloaded ones in host memory" if "offloaded" in d["weight_states"] else "") + ")"
                      + _effect_text(d.get("weight_states_effect"), "weights, gradients and optimizer state"))
     if "memory_gap" in d:
         lines += textwrap.wrap(d["memory_gap"], 100, initial_indent="  memory model     ",

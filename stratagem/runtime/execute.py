@@ -28,7 +28,10 @@ A weight its owner holds sharded (cost.weight_state) is a DTensor in its stored 
 over the data-parallel axes: reading it is an all-gather (runtime.move), whose backward is the
 reduce-scatter of its gradient into the stored layout, so the optimizer steps shards and keeps
 sharded state. Under "sharded" the kernel's saved copy is dropped and gathered again in backward
-(runtime.regather); under "sharded_kept" autograd keeps it until backward.
+(runtime.regather); under "sharded_kept" autograd keeps it until backward. "offloaded" (shards in
+host memory) runs on CPU ranks, where host memory is the device's, as "sharded" does: the same
+training, none of the memory it saves on a GPU; GPU ranks refuse it (not built: the shards would
+live in pinned host memory and be copied in before each gather, as FSDP2's CPUOffloadPolicy does).
 
 Mixed precision (a plan whose graph computes in bf16 while the module's weights are float32, the
 plan's `precision` "bf16-mixed"): parameters stay float32 DTensors, the master weights any
@@ -77,6 +80,7 @@ class PlanModule(nn.Module):
         super().__init__()
         self.plan = plan
         self.device = device or torch.device("cpu")
+        _check_offload(plan, self.device)
         self.floating = floating          # floating-point tensors in this dtype, not the captured one
         # given: a pipeline stage's (runtime.pipeline), over the stage's ranks and meshes
         self.schedule: Schedule = schedule or _world_schedule(plan)
@@ -402,6 +406,18 @@ def _weight(weights: Mapping[str, torch.Tensor], name: str, shape: tuple[int, ..
     if tuple(value.shape) != tuple(shape):
         raise ExecutionError(f"{name!r} has the wrong shape", expected=str(tuple(shape)), got=str(tuple(value.shape)))
     return value
+
+
+def _check_offload(plan: Plan, device: torch.device) -> None:
+    """Refuse a plan with offloaded weights on ranks whose memory is not the host's."""
+    offloaded = [op for op, config in plan.strategy.items() if config.offloaded]
+    if offloaded and device.type != "cpu":
+        raise ExecutionError("the runtime runs the 'offloaded' weight state on CPU ranks only",
+                             expected="CPU ranks for a plan whose weights are offloaded to host memory",
+                             got=f"{device.type} ranks; {len(offloaded)} ops offloaded (first {offloaded[0]!r})",
+                             hint="Plan without offload (--option offload=false; fsdp's state 'sharded') to run "
+                                  "on GPUs: copying shards between host and device is priced and simulated, "
+                                  "not yet run")
 
 
 def _mesh_book(book: MeshBook | None, shapes, world: int, device_type: str) -> MeshBook:

@@ -101,7 +101,7 @@ def _step(graph: Graph, layouts: OpLayouts, op: Op, config: Configuration, rank:
     view = worker_view(analysis, config, rank if config.num_devices > 1 else config.first_device)
     stored = {w.position: w.stored for w in sharded_weights(graph, layouts, op.name, config)}
     return OpStep(op, attrs, op_layout, inputs, on_mesh(output_layout(op_layout)), view,
-                  adapter_of(analysis, config), analysis, stored, bool(stored) and config.state == "sharded",
+                  adapter_of(analysis, config), analysis, stored, bool(stored) and config.regathers,
                   MappingProxyType(halos))
 
 

@@ -7,7 +7,8 @@ against them); their strategies are built in search.strategies.
                     again for backward (reshard_after_forward=False: kept from forward to backward);
                     recompute=True adds full activation checkpointing of every repeated block,
                     recompute_to_fit=True only of the fewest leading blocks that fit the memory cap
-                    (search.selective)
+                    (search.selective); offload=True keeps the shards in host memory, the
+                    optimizer stepping on the host CPU (FSDP2's CPUOffloadPolicy)
     fsdp-tp         what practitioners configure for LLMs (torchtitan's FSDP + TP): Megatron's
                     tensor parallelism within a node, FSDP over the data-parallel axis, every block
                     recomputed (recompute_to_fit=True: the fewest leading blocks that fit)
@@ -31,7 +32,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from stratagem.errors import StratagemError
+from stratagem.errors import ConfigError, StratagemError
 from stratagem.plan import Frontier, Plan
 from stratagem.search.context import NoOptions, PlanningContext, make_plan, recomputing
 from stratagem.search.frontier import Frontier as RawFrontier
@@ -66,6 +67,9 @@ class MeshTFOptions:
 
 TO_FIT_HELP = ("recompute only the fewest leading blocks with which the plan fits the memory cap "
                "(search.selective; instead of `recompute`'s every block or none)")
+OFFLOAD_HELP = ("keep the shards of weights, gradients and optimizer state in host memory, copied in before "
+                "each gather and out after each reduce-scatter, the optimizer stepping on the host CPU "
+                "(FSDP2's CPUOffloadPolicy; the cluster file's `host` section prices it)")
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class FSDPOptions:
     recompute: bool = field(default=False, metadata={"help": "recompute every repeated block in backward "
                                                              "(full activation checkpointing)"})
     recompute_to_fit: bool = field(default=False, metadata={"help": TO_FIT_HELP})
+    offload: bool = field(default=False, metadata={"help": OFFLOAD_HELP})
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,7 @@ class FSDPTPOptions:
     recompute: bool = field(default=True, metadata={"help": "recompute every repeated block in backward"})
     reshard_after_forward: bool = field(default=True, metadata={"help": "as fsdp's"})
     recompute_to_fit: bool = field(default=False, metadata={"help": TO_FIT_HELP})
+    offload: bool = field(default=False, metadata={"help": OFFLOAD_HELP})
 
 
 class TooManyLayouts(StratagemError):
@@ -96,7 +102,7 @@ def data_parallel(ctx: PlanningContext, options: NoOptions = NoOptions()) -> Pla
 
 
 def fsdp(ctx: PlanningContext, options: FSDPOptions = FSDPOptions()) -> Plan:
-    state = "sharded" if options.reshard_after_forward else "sharded_kept"
+    state = weight_state(options)
     return _recomputed(ctx, lambda c: with_sharded_state(c, data_parallel_strategy(c), state), "fsdp", options)
 
 
@@ -105,9 +111,21 @@ def fsdp_tp(ctx: PlanningContext, options: FSDPTPOptions = FSDPTPOptions()) -> P
     if tensor < 1 or ctx.num_devices % tensor:
         raise StratagemError("tensor-parallel width does not divide the devices",
                              expected=f"a divisor of {ctx.num_devices}", got=str(tensor))
-    state = "sharded" if options.reshard_after_forward else "sharded_kept"
+    state = weight_state(options)
     return _recomputed(ctx, lambda c: with_sharded_state(c, tensor_parallel_strategy(c, tensor), state), "fsdp-tp",
                        options)
+
+
+def weight_state(options: FSDPOptions | FSDPTPOptions) -> str:
+    """The weight state (space.config) FSDP's options give: offloaded (which frees each gathered
+    weight after forward, as FSDP2 does with CPUOffloadPolicy), else freed or kept after forward."""
+    if options.offload:
+        if not options.reshard_after_forward:
+            raise ConfigError("offload frees each gathered weight after forward",
+                              expected="reshard_after_forward=true with offload=true",
+                              got="reshard_after_forward=false", hint="Drop one of the two options")
+        return "offloaded"
+    return "sharded" if options.reshard_after_forward else "sharded_kept"
 
 
 def _recomputed(ctx: PlanningContext, strategy_of, algorithm: str, options: FSDPOptions | FSDPTPOptions) -> Plan:

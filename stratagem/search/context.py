@@ -127,6 +127,9 @@ def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algor
     rate = throughput(ctx.model, result.iteration_time_s)
     details["throughput"] = {"per_s": rate.items_per_s, "unit": rate.unit, "mfu": rate.mfu}
     states = Counter(c.state for c in chosen.values() if c.sharded_state)
+    if states.get("offloaded"):
+        details["host_memory"] = {"per_node_bytes": ctx.model.host_bytes_per_node(chosen),
+                                  "node_bytes": ctx.model.cluster.spec.host.memory_bytes}
     if states:
         details["weight_states"] = dict(states)
         details["weight_states_effect"] = sharding_effect(ctx.model, chosen)
@@ -220,12 +223,31 @@ def memory_by_kind(model, strategy: Mapping[str, Configuration], terms: Sequence
     """The additive memory by kind (cost.model.memory_parts) on the device where it peaks."""
     parts = model.memory_parts(strategy, terms)
     device = max(range(model.num_devices), key=lambda d: sum(kind[d] for kind in parts.values()))
-    return {"device": device, **{kind: values[device] for kind, values in parts.items()}}
+    found = {"device": device, **{kind: values[device] for kind, values in parts.items()}}
+    if any(config.offloaded for config in strategy.values()):
+        found["host"] = model.host_bytes(strategy)[device]
+    return found
+
+
+def fits_host(plan: Plan) -> bool:
+    """Whether what the plan offloads fits its nodes' host memory (nothing offloaded: it does)."""
+    host = plan.details.get("host_memory")
+    return host is None or host["per_node_bytes"] <= host["node_bytes"]
 
 
 def least_time(plans: list[Plan], memory_cap_bytes: float) -> Plan:
-    """The least simulated time under the cap (TensorOpt §4.1's mini-time choice)."""
-    fitting = [p for p in plans if p.peak_memory_bytes <= memory_cap_bytes]
+    """The least simulated time under the cap (TensorOpt §4.1's mini-time choice), of the plans
+    whose offloaded state fits the host memory too."""
+    under_cap = [p for p in plans if p.peak_memory_bytes <= memory_cap_bytes]
+    fitting = [p for p in under_cap if fits_host(p)]
+    if under_cap and not fitting:
+        least = min(p.details["host_memory"]["per_node_bytes"] for p in under_cap)
+        raise NothingFits("no plan under the memory cap fits the host memory it offloads to",
+                          expected=f"at most {under_cap[0].details['host_memory']['node_bytes'] / 2**30:.0f} GiB "
+                                   "of host memory per node (the cluster file's host.memory_bytes)",
+                          got=f"the least any plan offloads is {least / 2**30:.1f} GiB per node",
+                          hint="Use more devices (more nodes share the offloaded state) or a cluster file "
+                               "with more host memory")
     if not fitting:
         least = min(p.peak_memory_bytes for p in plans)
         raise NothingFits("no plan fits the memory cap", expected=f"peak memory <= {memory_cap_bytes / 2**30:.2f} GiB",

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from stratagem.collection import fewer_collections
+from stratagem.errors import ConfigError
 from stratagem.plan import Frontier, Plan
 from stratagem.search.bounds import busy_bound
 from stratagem.search.context import (
@@ -62,6 +63,10 @@ class FTSearchOptions:
     recompute: bool = field(default=False, metadata={
         "help": "recompute every repeated block (module-list element) in backward: full activation "
                 "checkpointing; the modes turn it on when no plan fits without"})
+    offload: bool = field(default=False, metadata={
+        "help": "with state_sharding, also choose to keep a weight owner's shards in host memory, the optimizer "
+                "stepping on the host CPU (FSDP2's CPUOffloadPolicy); the modes turn it on when no plan fits "
+                "with sharding and recomputation"})
     pipeline: str = field(default="auto", metadata={
         "help": "the modes also weigh plans with pipeline stages (search.pipeline): yes | no | auto (when "
                 "the devices span more than one node and the model is from the zoo)"})
@@ -69,7 +74,11 @@ class FTSearchOptions:
     @property
     def searched_space(self) -> SpaceOptions:
         space = runnable_space(self.space, self.runnable)
-        return replace(space, state_sharding=True) if self.state_sharding else space
+        if self.offload and not self.state_sharding:
+            raise ConfigError("offload is a choice of the sharded weight states",
+                              expected="state_sharding=true with offload=true", got="state_sharding=false",
+                              hint="Add --option state_sharding=true")
+        return replace(space, state_sharding=True, offload=self.offload) if self.state_sharding else space
 
 
 def frontier(ctx: PlanningContext, options: FTSearchOptions = FTSearchOptions(),
@@ -195,8 +204,9 @@ def _priced_alternatives(ctx: PlanningContext, search_space: SearchSpace, option
     """Data parallel (and FSDP where weights may be sharded), simulated, when in the space: priced
     before FT runs, so that a Ctrl-C during it has a plan to keep."""
     data_parallel = data_parallel_strategy(ctx)
-    strategies = [data_parallel] + ([with_sharded_state(ctx, data_parallel)]
-                                    if options.searched_space.state_sharding else [])
+    space = options.searched_space
+    strategies = [data_parallel] + ([with_sharded_state(ctx, data_parallel)] if space.state_sharding else []) \
+        + ([with_sharded_state(ctx, data_parallel, "offloaded")] if space.offload else [])
     return [plan for strategy in strategies for plan in _alternatives(ctx, search_space, strategy)]
 
 

@@ -7,7 +7,9 @@
                                        again with weights held sharded as a choice (`state_sharding`),
                                        then with every block recomputed (`recompute`), its plan then
                                        recomputing only the fewest leading blocks that fit
-                                       (search.selective); any other search its plan.
+                                       (search.selective), then with shards offloaded to host memory
+                                       as a choice (`offload`, where the cluster file has a host
+                                       section); any other search its plan.
                                        Returns (plan, fits): the leanest plan when nothing fits.
     mini_time          least time under the cap on the devices given
     mini_parallelism   the fewest devices that fit (device counts from `device_counts`, ascending)
@@ -34,7 +36,7 @@ from stratagem.forked import Background, background
 from stratagem.plan import Frontier, Plan
 from stratagem.search import registry
 from stratagem.errors import ConfigError, StratagemError
-from stratagem.search.context import NothingFits, PlanningContext, least_time, plans_shared
+from stratagem.search.context import NothingFits, PlanningContext, fits_host, least_time, plans_shared
 from stratagem.search.ft_search import FTSearchOptions, frontier
 from stratagem.search.pipeline import in_zoo, pipeline_plans
 from stratagem.search.selective import fewest_recomputed
@@ -57,7 +59,7 @@ def plan_at(ctx: PlanningContext, algorithm: str = "ft", options: Any = None) ->
         except NothingFits as refusal:
             return refusal.leanest, False
     plan = registry.run(ctx, algorithm, options)
-    return plan, plan.peak_memory_bytes <= ctx.memory_cap_bytes
+    return plan, plan.peak_memory_bytes <= ctx.memory_cap_bytes and fits_host(plan)
 
 
 def least_time_ft(ctx: PlanningContext, options: Any = None) -> Plan:
@@ -66,7 +68,8 @@ def least_time_ft(ctx: PlanningContext, options: Any = None) -> Plan:
     faster that fits, said in its details (FT over the larger space is slower: it is searched only
     when asked, or when these do not fit either); then FT's frontier with weights held sharded as
     a choice, then also with every block recomputed (each unless it already was), its plan then
-    recomputing only the fewest leading blocks that fit. NothingFits carries the leanest
+    recomputing only the fewest leading blocks that fit, then also with shards offloaded to host
+    memory as a choice (where the cluster has a host section). NothingFits carries the leanest
     plan seen (`leanest`). Stopped by Ctrl-C (search.stopping), no further search runs: the
     plan chosen from what was found, or NothingFits with the leanest plan, marked."""
     chosen = registry.make_options("ft", options)
@@ -98,6 +101,8 @@ def _saving_memory(ctx: PlanningContext, chosen: Any, failed: NothingFits) -> Pl
         tries.append(replace(chosen, state_sharding=True))
     if not chosen.recompute:
         tries.append(replace(tries[-1] if tries else chosen, recompute=True))
+    if not chosen.offload and ctx.model.cluster.spec.host is not None:
+        tries.append(replace(tries[-1] if tries else chosen, offload=True, state_sharding=True))
     for options_tried in tries:
         front = frontier(ctx, options_tried, least_time_under=ctx.memory_cap_bytes)
         try:

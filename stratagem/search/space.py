@@ -33,7 +33,7 @@ import numpy as np
 from stratagem.cost.edgecost import other_keepers
 from stratagem.cost.sharing import SharedTensor, kept_producer_buffers, sharing_credits
 from stratagem.cost.transient import input_transient_table, plan_transient
-from stratagem.cost.weight_state import can_shard_state
+from stratagem.cost.weight_state import can_shard_state, offered_states
 from stratagem.ir import Graph, Role
 from stratagem.search.coarsen import Group, coarsen, derive_follower_config
 from stratagem.search.flags import edge_flag_key, expand_edge, expand_nodes, flagged_tensors, flags_of_strategy, node_flag_memory
@@ -124,7 +124,7 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
         twin = twins(model, groups, configs, flags)
         members = _member_configs(model, groups, configs, twin)
         if options.state_sharding:
-            configs, members = zip(*(group_states(model, group, cfgs, found)
+            configs, members = zip(*(group_states(model, group, cfgs, found, options.offload)
                                      for group, cfgs, found in zip(groups, configs, members)))
         nodes = _node_tables(model, groups, configs, members, flags, group_of, twin, progress)
     with phase(progress, "cost tables: edges", len(model.edges())):
@@ -218,7 +218,7 @@ def _configurations(model, op_name: str, options: SpaceOptions) -> tuple[Configu
 
 
 def group_states(model, group: Group, configs: tuple[Configuration, ...],
-                 members: dict[str, tuple[Configuration, ...]]
+                 members: dict[str, tuple[Configuration, ...]], offload: bool = False
                  ) -> tuple[tuple[Configuration, ...], dict[str, tuple[Configuration, ...]]]:
     """Each group configuration, followed by its sharded weight states where a member may hold
     its weights sharded (cost.weight_state): the anchor's configuration carries the state (the
@@ -227,7 +227,7 @@ def group_states(model, group: Group, configs: tuple[Configuration, ...],
     for k, config in enumerate(configs):
         able = {name for name, found in members.items()
                 if can_shard_state(graph, model.layouts, name, found[k])}
-        for state in ("replicated", "sharded", "sharded_kept") if able else ("replicated",):
+        for state in offered_states(offload) if able else ("replicated",):
             out.append(config.with_state(state))
             for name, found in members.items():
                 per_member[name].append(found[k].with_state(state) if name in able else found[k])

@@ -8,8 +8,10 @@ For an op o at configuration c, costs oc = model.op_cost(o, c):
     sync steps (oc.sync): one task per step on the links its groups use, after every B(o, .),
         before U(o, .); also after the gradients of o's weights that other ops read came back
     gathers of weights held sharded (oc.gather): a chain after each device of o reached o's turn
-        in forward, before every F(o, .); for "sharded" the chain again after each device reached
-        o's turn in backward (B of the op after o there), before every B(o, .)
+        in forward, before every F(o, .); for "sharded" and "offloaded" the chain again after
+        every F(o, .) and each device reached o's turn in backward (B of the op after o there),
+        before every B(o, .); "offloaded"'s chains start with the copy of the shards in from the
+        host, its sync steps end with the gradient's copy out
 For an edge e = (tensor t, producer p or the data loader or the weight's owner, consumer q):
     forward steps (edge cost's forward_steps): a chain of tasks after every F(p, .) (none for
         inputs and weights) and after each of q's devices reached q's turn (`SimState.turn_of`:
@@ -43,7 +45,7 @@ def add_op(state: SimState, name: str) -> None:
     tasks["F"] = graph.add_compute(cost.forward_time_s, devices, state.keys(FORWARD, name, SLOT_COMPUTE, devices),
                                    TaskMeta(f"{name} fwd", "forward", name), shared=tasks["G"][-1:])
     if cost.regather:
-        tasks["BG"] = _gathers(state, name, cost.gather, BACKWARD)
+        tasks["BG"] = _gathers(state, name, cost.gather, BACKWARD, after=list(tasks["F"]))
     tasks["B"] = graph.add_compute(cost.backward_time_s, devices, state.keys(BACKWARD, name, SLOT_COMPUTE, devices),
                                    TaskMeta(f"{name} bwd", "backward", name), shared=tasks["BG"][-1:], each=tasks["F"])
     state.op_tasks[name] = tasks
@@ -60,9 +62,11 @@ def add_op(state: SimState, name: str) -> None:
                                        each=None if tasks["sync"] else tasks["B"])
 
 
-def _gathers(state: SimState, name: str, steps, phase: int) -> list[int]:
-    """A chain of the gather steps; `_chain` wires its first task after the op's turn."""
-    graph, chain, preds = state.tasks, [], []
+def _gathers(state: SimState, name: str, steps, phase: int, after: list[int] = ()) -> list[int]:
+    """A chain of the gather steps after the tasks `after` (backward's: the op's forward, which
+    the op with no op after it has nothing else to wait for); `_chain` wires its first task after
+    the op's turn."""
+    graph, chain, preds = state.tasks, [], list(after)
     for j, step in enumerate(steps):
         t = graph.add(step.time_s, graph.step_resources(step), preds, state.key(phase, name, SLOT_GATHER, j),
                       TaskMeta(f"{name} {'gather' if phase == FORWARD else 'regather'}", "gather", name,

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stratagem.cluster.cluster import HOST_TRANSFERS
 from stratagem.sim.memory import task_ids
 from stratagem.sim.store import TaskStore
 from stratagem.sim.trace import TraceTask
@@ -130,7 +131,8 @@ class TaskGraph:
         self.cluster = cluster
         self.classes = classes                  # the simulated devices are these classes (sim.ranks)
         self.num_devices = cluster.num_devices
-        self.num_resources = self.num_devices + len(cluster.links)
+        # devices, links, then each device's host link one way and the other (HOST_TRANSFERS)
+        self.num_resources = self.num_devices + len(cluster.links) + len(HOST_TRANSFERS) * self.num_devices
         self._store: TaskStore | None = None
         self._pending: _Pending | None = _Pending()
         self._meta: list[TaskMeta] = []         # per task (tasks of one op and phase share theirs)
@@ -221,6 +223,10 @@ class TaskGraph:
         """The resources a communication step's task holds: the links its groups use, and their
         devices (their classes) when a rank waits for its collectives (`blocking`)."""
         key = (step.kind, step.groups)
+        if key not in self._links and step.kind in HOST_TRANSFERS:
+            classes = self.classes.of_devices({d for group in step.groups for d in group})
+            base = self.num_devices + len(self.cluster.links) + HOST_TRANSFERS.index(step.kind) * self.num_devices
+            self._links[key] = tuple(classes if self.blocking else ()) + tuple(base + c for c in classes)
         if key not in self._links:
             links = self.cluster.step_link_ids(step.kind, step.groups)
             devices = self.classes.of_devices({d for group in step.groups for d in group}) if self.blocking else []
@@ -275,7 +281,8 @@ class TaskGraph:
         names = [f"device {d} (node {self.cluster.node_of(d)})" for d in range(self.num_devices)]
         names += [f"link {link.name}" if hasattr(link, "name") else f"link {i}"
                   for i, link in enumerate(self.cluster.links)]
+        names += [f"{kind.replace('_', ' ')} of device {d}" for kind in HOST_TRANSFERS for d in range(self.num_devices)]
         return tuple(names)
 
     def resource_groups(self) -> tuple[str, ...]:
-        return ("devices",) * self.num_devices + ("links",) * len(self.cluster.links)
+        return ("devices",) * self.num_devices + ("links",) * (len(self.cluster.links) + len(HOST_TRANSFERS) * self.num_devices)

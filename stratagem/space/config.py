@@ -21,6 +21,10 @@ ZeRO-3 / FSDP2 do (ZeRO, Rajbhandari et al. 2020, §5; space.state_sharding for 
                     each; the gradient is reduce-scattered (FSDP's reshard_after_forward=True)
     "sharded_kept"  as "sharded", but the weight gathered for forward is kept until the op's
                     backward (no second gather; FSDP's reshard_after_forward=False)
+    "offloaded"     as "sharded", with the shards of weight, gradient and optimizer state in host
+                    memory: each shard is copied to the device before each gather, the gradient's
+                    shard back to the host after its reduce-scatter, and the optimizer steps on
+                    the host CPU (FSDP2's CPUOffloadPolicy; ZeRO-Offload, Ren et al. 2021)
 It changes no placement of the op's inputs and outputs: `base` is the configuration without it.
 """
 
@@ -43,7 +47,7 @@ class Level:
         return f"{self.dim or 'rep'}{self.size}"
 
 
-STATES = ("replicated", "sharded", "sharded_kept")
+STATES = ("replicated", "sharded", "sharded_kept", "offloaded")
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,15 @@ class Configuration:
     @property
     def sharded_state(self) -> bool:
         return self.state != "replicated"
+
+    @property
+    def regathers(self) -> bool:
+        """Whether the weights gathered for forward are freed after it and gathered again for backward."""
+        return self.state in ("sharded", "offloaded")
+
+    @property
+    def offloaded(self) -> bool:
+        return self.state == "offloaded"
 
     @cached_property
     def mesh_shape(self) -> tuple[int, ...]:

@@ -34,6 +34,7 @@ class SpaceOptions:
     device_counts: tuple[int, ...] | None = None   # restrict n (None: all divisors of N)
     runnable: bool = False                # only what stratagem.runtime executes (space.runnable)
     state_sharding: bool = False          # also each weight owner's sharded states (cost.weight_state)
+    offload: bool = False                 # with state_sharding, also its "offloaded" state
 
 
 def divisors(n: int) -> list[int]:

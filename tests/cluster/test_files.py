@@ -45,6 +45,10 @@ def test_yaml_and_json_copies_of_a_preset_load_alike(tmp_path, good):
     (lambda d: d["device"].update(unaligned_gemm_factor=8), "device.unaligned_gemm_factor"),
     (lambda d: d["device"].update(unaligned_gemm_factor=0), "device.unaligned_gemm_factor"),
     (lambda d: d["device"].update(fused_kernels="rms_norm"), "device.fused_kernels"),
+    (lambda d: d["host"].pop("optimizer_bytes_per_s"), "host.optimizer_bytes_per_s"),
+    (lambda d: d["host"]["link"].update(bandwidth_bytes_per_s=0), "host.link.bandwidth_bytes_per_s"),
+    (lambda d: d["host"].update(memory_bytes="lots"), "host.memory_bytes"),
+    (lambda d: d["host"].update(nvme=True), "host.nvme"),
 ])
 def test_bad_fields_are_named(tmp_path, good, edit, field):
     data = copy.deepcopy(good)
@@ -53,6 +57,19 @@ def test_bad_fields_are_named(tmp_path, good, edit, field):
     with pytest.raises(ConfigError) as error:
         load(path)
     assert f"'{field}'" in str(error.value) and str(path) in str(error.value)
+
+
+def test_a_host_section_prices_copies_to_host_memory_and_without_one_they_are_refused(tmp_path, good):
+    cluster = load(write(tmp_path, good))
+    host = cluster.spec.host
+    assert host.memory_bytes == 512 * 2**30 and host.optimizer_bytes_per_s == 12e9
+    assert cluster.concurrent_collective_time_s("host_to_device", 12e6, ((0,), (1,))) == \
+        pytest.approx(host.link.latency_s + 1e-3)
+    assert cluster.collective_time_s("device_to_host", 0, (3,)) == 0.0
+    hostless = copy.deepcopy(good)
+    hostless.pop("host")
+    with pytest.raises(ConfigError, match="has no host section"):
+        load(write(tmp_path, hostless)).host_transfer_time_s(1e6)
 
 
 def test_unparseable_and_missing_files(tmp_path):

@@ -20,7 +20,7 @@ from stratagem.sim.builder import simulate
 from stratagem.space import SpaceOptions, Strategy
 from tests.search.graphs import residual
 
-WITH_STATES = SpaceOptions(state_sharding=True)
+WITH_STATES = SpaceOptions(state_sharding=True, offload=True)
 
 
 @pytest.fixture(scope="module")

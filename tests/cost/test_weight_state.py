@@ -89,3 +89,35 @@ def test_a_tied_weight_stays_replicated():
     assert with_states(graph, tied.layouts, "fc1", (Configuration.of(b=4),)) == (Configuration.of(b=4),)
     with pytest.raises(ConfigError, match="read by no other op"):
         check_state(graph, tied.layouts, "fc1", Configuration.of(b=4).with_state("sharded_kept"))
+
+
+def test_offloaded_state_keeps_the_shards_in_host_memory_and_copies_them_over_the_host_link(model):
+    """As "sharded", with the local shards of weight, gradient and Adam state in host memory: a
+    copy of the weight's shard in before each gather, of the gradient's out after the
+    reduce-scatter, each over the device's own host link, and the step on the host CPU."""
+    dp = Configuration.of(b=4)
+    sharded, offloaded = (model.op_cost("fc1", dp.with_state(s)) for s in ("sharded", "offloaded"))
+    host = model.cluster.spec.host
+    shard_bytes = H * D * 4 / 4
+    memory = offloaded.memory
+    assert (memory.parameter_bytes, memory.gradient_bytes, memory.optimizer_bytes) == (0, 0, 0)
+    assert memory.host_bytes == sharded.memory.parameter_bytes + sharded.memory.gradient_bytes \
+        + sharded.memory.optimizer_bytes == shard_bytes * (1 + 1 + 2)
+    assert memory.activation_bytes == sharded.memory.activation_bytes
+    copy_in, *gathers = offloaded.gather
+    assert (copy_in.kind, copy_in.num_bytes, copy_in.groups) == ("host_to_device", shard_bytes, ((0,), (1,), (2,), (3,)))
+    assert copy_in.time_s == pytest.approx(host.link.latency_s + shard_bytes / host.link.bandwidth_bytes_per_s)
+    assert tuple(gathers) == sharded.gather
+    *syncs, copy_out = offloaded.sync
+    assert tuple(syncs) == sharded.sync and (copy_out.kind, copy_out.num_bytes) == ("device_to_host", shard_bytes)
+    assert offloaded.update_time_s == pytest.approx(H * D / 4 * (3 * 4 + 2 * 8) / host.optimizer_bytes_per_s)
+    assert offloaded.regather and offloaded.weight_copies == sharded.weight_copies
+    assert offloaded.gather_time_s == pytest.approx(sharded.gather_time_s + 2 * copy_in.time_s)
+
+
+def test_offloading_needs_a_cluster_that_describes_its_hosts():
+    hostless = CostModel(mlp(B, D, H), "cpu-1x4", num_devices=4)
+    with pytest.raises(ConfigError, match="has no host section"):
+        hostless.op_cost("fc1", Configuration.of(b=4).with_state("offloaded"))
+    assert {c.state for c in hostless.configurations("fc1", SpaceOptions(allow_fewer_devices=False, state_sharding=True))} \
+        == {"replicated", "sharded", "sharded_kept"}

@@ -2,7 +2,9 @@
 hold their weights, gradients and optimizer state sharded over the data-parallel axes, freed after
 forward and gathered again for backward ("sharded") or kept until backward ("sharded_kept"), run on
 2 and 4 gloo ranks give the losses, first-step gradients and parameters (after 3 Adam steps) of a
-single-process run in float64, within the bounds of runtime.compare. The plans mix sharded state
+single-process run in float64, within the bounds of runtime.compare. "offloaded" (the shards in host
+memory, which on CPU ranks is the device's: the same training, no memory saved) is planned on a
+cluster whose file describes its hosts (a100), the only ones that price it, and run here alike. The plans mix sharded state
 with operator splits (owt, tofu-like on a 2x2 mesh). On 2 ranks gradients are also clipped to a
 global norm below theirs before each step (runtime.training.clip_grad_norm, across shards and
 meshes), one plan with SGD, whose update shows a wrong clip scale undamped (Adam's normalization
@@ -12,8 +14,11 @@ from __future__ import annotations
 
 
 import pytest
+import torch
 
 from stratagem.frontend import zoo
+from stratagem.runtime.errors import ExecutionError
+from stratagem.runtime.execute import PlanModule
 from stratagem.runtime.session import RunOptions, run_plans
 from stratagem.search import registry
 from stratagem.search.context import context, make_plan
@@ -25,19 +30,21 @@ pytestmark = pytest.mark.numerics
 
 CASES = {
     2: [("mlp-tiny", "data-parallel", "sharded"), ("mlp-tiny", "data-parallel", "sharded_kept"),
+        ("mlp-tiny", "data-parallel", "offloaded"), ("gpt-tiny-tiny", "owt", "offloaded"),
         ("transformer-tiny", "owt", "sharded"), ("gpt-tiny-tiny", "data-parallel", "sharded"),
         ("lenet-tiny", "data-parallel", "sharded_kept"), ("rnnlm-2-tiny", "owt", "sharded"),
         ("transformer-tiny", "tofu-like", "sharded", "sgd")],
     4: [("lenet-tiny", "tofu-like", "sharded_kept"), ("transformer-tiny", "tofu-like", "sharded"),
         ("transformer-tiny", "owt", "sharded_kept"), ("gpt-tiny-tiny", "owt", "sharded"),
-        ("lenet-tiny", "data-parallel", "sharded")],
+        ("lenet-tiny", "data-parallel", "sharded"), ("transformer-tiny", "tofu-like", "offloaded")],
 }
 STEPS = 3
 CLIP = {2: 0.05, 4: None}       # a global norm below the first steps' (tested below), or none
 
 
 def sharded_plan(model: str, algorithm: str, state: str, devices: int, optimizer: str = "adam"):
-    ctx = context(zoo.build(model, batch_size=BATCH), f"cpu-1x{devices}", devices, optimizer)
+    cluster = "a100-1x8" if state == "offloaded" else f"cpu-1x{devices}"
+    ctx = context(zoo.build(model, batch_size=BATCH), cluster, devices, optimizer)
     base = registry.run(ctx, algorithm, ARGS.get(algorithm, {}))
     strategy = with_sharded_state(ctx, dict(base.strategy), state)
     return make_plan(ctx, strategy, f"{algorithm}+{state}")
@@ -78,6 +85,14 @@ def test_clipping_really_clips(reports):
         first = reference_run(training_spec(plan, dtype="float64"), 1).gradients
         norm = sum(float(g.double().norm()) ** 2 for g in first.values()) ** 0.5
         assert norm > 2 * CLIP[devices], (plan.model, norm)
+
+
+def test_offloaded_weights_are_refused_on_gpu_ranks(reports):
+    """The runtime runs "offloaded" on CPU ranks only; a GPU rank says so before building meshes."""
+    _, plans, _ = reports
+    plan = next(p for case, p in plans.items() if case[2] == "offloaded")
+    with pytest.raises(ExecutionError, match="'offloaded' weight state on CPU ranks only"):
+        PlanModule(plan, {}, device=torch.device("cuda"))
 
 
 def test_the_plans_really_shard_weights(reports):

@@ -19,7 +19,7 @@ from tests.cost.graphs import conv, mlp, mlp_with_views
 
 GRAPHS = {"mlp": lambda: mlp(32, 64, 128, activation=True), "conv": lambda: conv(8, 8, 34, 3),
           "views": lambda: mlp_with_views(32, 64, 128, transposed=True)}
-WITH_STATES = SpaceOptions(state_sharding=True)
+WITH_STATES = SpaceOptions(state_sharding=True, offload=True)
 
 
 def _cluster(overlap: bool) -> Cluster:

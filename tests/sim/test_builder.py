@@ -114,7 +114,7 @@ def models():
     return {name: CostModel(build(), "v100-2x8", num_devices=4) for name, build in GRAPHS.items()}
 
 
-WITH_STATES = SpaceOptions(state_sharding=True)    # weight owners' sharded states too (their gathers)
+WITH_STATES = SpaceOptions(state_sharding=True, offload=True)    # weight owners' sharded states too (their gathers)
 
 
 @settings(max_examples=40, deadline=None)
@@ -209,3 +209,40 @@ def test_neighbours_are_the_ops_before_and_after_on_each_device(models, name, da
             assert sum(len(devices) for _, devices in pieces) == len(found)        # no device twice
             expected = {d: ask(op.name, d) for d in strategy[op.name].devices}
             assert found == {d: other for d, other in expected.items() if other is not None}
+
+
+@pytest.mark.parametrize("state", ["sharded", "offloaded"])
+def test_a_weight_is_gathered_again_only_after_its_forward(model, state):
+    """The last op has no op after it to wait for: its backward gathers still follow its forward."""
+    sim = Simulation(model, {"fc1": Configuration.of(b=2).with_state(state), "act": Configuration.of(d0=2),
+                             "fc2": Configuration.of(b=2).with_state(state)})
+    sim.run()
+    for op in ("fc1", "fc2"):
+        tasks = sim.op_tasks[op]
+        assert tasks["BG"] and min(sim.store.start[tasks["BG"]]) >= max(sim.store.end[tasks["F"]])
+
+
+def test_offloaded_weights_move_over_each_devices_host_link_and_leave_the_device(model):
+    """"offloaded" against "sharded": a copy in before each gather and out after the reduce-scatter,
+    each holding the devices' own host links (resources after the cluster's links) and the devices
+    (a rank waits for its copies); the resident shards leave every device's peak."""
+    def run(state):
+        strategy = {"fc1": Configuration.of(b=2).with_state(state), "act": Configuration.of(d0=2),
+                    "fc2": Configuration.of(b=2).with_state(state)}
+        sim = Simulation(model, strategy)
+        return sim, sim.run()
+
+    (_, sharded), (sim, offloaded) = run("sharded"), run("offloaded")
+    links_end = sim.state.tasks.num_devices + len(model.cluster.links)
+    copies = [t for t in sim.store.live if sim.state.tasks.meta(int(t)).label.startswith(("fc1", "fc2"))
+              and any(r >= links_end for r in sim.store.resources_of(int(t)))]
+    assert len(copies) == 2 * 3                                   # per op: in for forward, in for backward, out
+    for t in copies:
+        held = sim.store.resources_of(int(t)).tolist()
+        assert held[:2] == [0, 1] and all(r >= links_end for r in held[2:]) and len(held) == 4
+    resident = sum(model.op_cost(op, Configuration.of(b=2).with_state("offloaded")).memory.host_bytes
+                   for op in ("fc1", "fc2"))             # the sharded plan's shards, resident on the device
+    assert resident > 0
+    assert [a - b for a, b in zip(sharded.peak_memory_per_device[:2], offloaded.peak_memory_per_device[:2])] == \
+        pytest.approx([resident] * 2, rel=1e-12)
+    assert offloaded.iteration_time_s > sharded.iteration_time_s
