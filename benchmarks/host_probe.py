@@ -6,9 +6,10 @@ with.
     PYTHONPATH=. python benchmarks/host_probe.py [--threads 16,8,4,2] -o host.json
 
   link         pinned host memory to the device and back (`copy_` with non_blocking=True on its
-               own CUDA stream, as FSDP2's CPUOffloadPolicy copies shards), one direction at a
-               time and both at once, for 1 MiB to 1 GiB; the time is the median of 5 after a
-               warm-up, measured with CUDA events. Without a GPU, it says so and measures nothing.
+               own CUDA stream, as FSDP2's CPUOffloadPolicy copies shards), each direction alone
+               and both one after the other on that stream (not a duplex figure: that needs two
+               streams), for 1 MiB to 1 GiB; the time is the median of 5 after a warm-up,
+               measured with CUDA events. Without a GPU, it says so and measures nothing.
   optimizer    torch.optim.Adam (foreach, float32) stepping 64 Mi elements on the host CPU with
                `--threads` threads each: seconds per element, and the bytes a step moves per
                second when each element moves 16 bytes read and 12 written (param, grad, m, v

@@ -14,7 +14,7 @@ from stratagem.plan import Frontier, Plan
 
 from .helpers import assert_says, refused
 
-CONFIG = "expected {\"first_device\": int, \"levels\": [[dim or null, size], ...], \"state\": \"sharded\" | \"sharded_kept\" (optional)}"
+CONFIG = "expected {\"first_device\": int, \"levels\": [[dim or null, size], ...], \"state\": \"sharded\" | \"sharded_kept\" | \"offloaded\" (optional)}"
 
 
 def written(tmp_path, data, name="plan.json"):
@@ -100,7 +100,7 @@ def test_other_format_versions_say_which_is_read_and_what_to_do(plan_record, tmp
     ({"first_device": 0, "levels": [["b", 4]]}, ["'strategy.ops.linear' is not valid", "(num_devices is 2)",
                                                  "got 'b4@0-3'"]),
     ({"first_device": 0, "levels": [["b", 2]], "state": "zero3"},
-     ["unknown weight state", "expected replicated | sharded | sharded_kept", "got 'zero3'"]),
+     ["unknown weight state", "expected replicated | sharded | sharded_kept | offloaded", "got 'zero3'"]),
     ({"first_device": 0, "levels": [["b", 2]], "state": 3}, ["configuration record is malformed", "\"state\""]),
     ({"first_device": 0, "levels": [["j", 2]], "state": "sharded"},
      ["cannot hold its weights sharded under j2@0-1", "a data-parallel axis", "got state 'sharded'",
