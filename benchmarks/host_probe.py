@@ -6,10 +6,11 @@ with.
     PYTHONPATH=. python benchmarks/host_probe.py [--threads 16,8,4,2] -o host.json
 
   link         pinned host memory to the device and back (`copy_` with non_blocking=True on its
-               own CUDA stream, as FSDP2's CPUOffloadPolicy copies shards), each direction alone
-               and both one after the other on that stream (not a duplex figure: that needs two
-               streams), for 1 MiB to 1 GiB; the time is the median of 5 after a warm-up,
-               measured with CUDA events. Without a GPU, it says so and measures nothing.
+               own CUDA stream, as FSDP2's CPUOffloadPolicy copies shards), each direction alone,
+               both one after the other on that stream, and both at once on two streams (whether
+               the link is full duplex: the simulator gives each direction its own resource), for
+               1 MiB to 1 GiB; the time is the median of 5 after a warm-up, measured with CUDA
+               events (wall time around a synchronize for the two streams). Without a GPU, it says so and measures nothing.
   optimizer    torch.optim.Adam (foreach, float32) stepping 64 Mi elements on the host CPU with
                `--threads` threads each: seconds per element, and the bytes a step moves per
                second when each element moves 16 bytes read and 12 written (param, grad, m, v
@@ -57,9 +58,25 @@ def link_figures() -> dict:
                 torch.cuda.synchronize()
                 times.append(start.elapsed_time(end) / 1e3)
             row[name] = statistics.median(times[1:])
+        row["duplex_s"] = _duplex_s(torch, (device, host), (host_out, device_in))
         rows.append(row)
         del host, device, host_out, device_in
     return {"device": torch.cuda.get_device_name(), "rows": rows}
+
+
+def _duplex_s(torch, into, out) -> float:
+    """Both copies at once, each on its own stream: the median wall time of 5 after a warm-up."""
+    streams = (torch.cuda.Stream(), torch.cuda.Stream())
+    times = []
+    for _ in range(6):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for stream, (dst, src) in zip(streams, (into, out)):
+            with torch.cuda.stream(stream):
+                dst.copy_(src, non_blocking=True)
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times[1:])
 
 
 def optimizer_figures(threads: list[int]) -> list[dict]:

@@ -48,8 +48,8 @@ def plan_lines(plan: Plan, memory_cap_bytes: float | None = None, fits: bool = T
     if d.get("host_memory"):
         host = d["host_memory"]
         verdict = "fits" if host["per_node_bytes"] <= host["node_bytes"] else "DOES NOT FIT"
-        lines.append(f"  host memory      {format_bytes(host['per_node_bytes']):>10}  offloaded per node, of "
-                     f"{format_bytes(host['node_bytes'])}: {verdict}")
+        lines.append(f"  host memory      {host['per_node_bytes'] / 2**30:,.1f} GiB offloaded per node, of "
+                     f"{host['node_bytes'] / 2**30:,.1f} GiB: {verdict}")
     if plan.recompute:
         shown = ", ".join(plan.recompute[:3]) + (f", ... ({len(plan.recompute)} blocks)" if len(plan.recompute) > 3 else "")
         lines.append(f"  recomputed       {shown}: each keeps only its inputs and runs its forward again in backward"

@@ -27,6 +27,7 @@ search finds the k that trying every k finds.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import replace
@@ -60,7 +61,7 @@ def fewest_recomputed(ctx: PlanningContext, plan: Plan) -> Plan | None:
     count, cap = len(blocks(ctx.graph)), ctx.memory_cap_bytes
     if not plan.recompute and plan.peak_memory_bytes <= cap:
         return plan
-    peak = _memoized(lambda k: simulated_peak_bytes(ctx, plan, k))
+    peak = functools.cache(lambda k: simulated_peak_bytes(ctx, plan, k))
     if peak(0) <= cap:
         return with_first_recomputed(ctx, plan, 0)
     if count == 0 or peak(count) > cap:
@@ -104,16 +105,6 @@ def _narrowed(peak: Callable[[int], float], cap: float, low: int, high: int, k: 
     if not low < k < high:
         return low, high
     return (low, k) if peak(k) <= cap else (k, high)
-
-
-def _memoized(function: Callable[[int], float]) -> Callable[[int], float]:
-    found: dict[int, float] = {}
-
-    def probe(k: int) -> float:
-        if k not in found:
-            found[k] = function(k)
-        return found[k]
-    return probe
 
 
 def _said(plan: Plan, k: int, count: int) -> Plan:

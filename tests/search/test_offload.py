@@ -13,6 +13,7 @@ import yaml
 from stratagem.cluster import cluster_data
 from stratagem.cost import CostModel
 from stratagem.errors import ConfigError
+from stratagem.report.plan_summary import plan_lines
 from stratagem.search import modes, registry
 from stratagem.search.context import NothingFits, context, fits_host, least_time
 from stratagem.search.ft import FTOptions
@@ -126,6 +127,9 @@ def test_a_plan_whose_offloaded_state_overflows_its_hosts_does_not_fit(tmp_path)
     small.write_text(yaml.safe_dump(data))
     cramped = registry.run(context(graph(), str(small), 2), "fsdp", {"offload": True})
     assert not fits_host(cramped)
+    shown = "\n".join(plan_lines(cramped))
+    assert f"{per_node / 2**30:,.1f} GiB offloaded per node, of {(int(per_node) - 1) / 2**30:,.1f} GiB: DOES NOT FIT" in shown
+    assert "offloaded ones in host memory" in shown and "in host memory" in "\n".join(plan_lines(plan))
     with pytest.raises(NothingFits, match="fits the host memory"):
         least_time([cramped], memory_cap_bytes=float("inf"))
     assert least_time([cramped, registry.run(ctx, "fsdp")], float("inf")).algorithm == "fsdp"
