@@ -50,6 +50,13 @@ SIZE = "expected a size > 0, e.g. 16GB"
     (["--algorithm", "data-paralel"], ["unknown search algorithm 'data-paralel'", "Did you mean data-parallel"]),
     (["--algorithm", ""], ["unknown search algorithm ''", "expected one of data-parallel"]),
     (["--mode", "fast"], ["argument --mode: invalid choice: 'fast'"]),
+    (["--option", "offload=true"], ["offload is a choice of the sharded weight states",
+                                    "expected state_sharding=true with offload=true"]),
+    (["--option", "state_sharding=true", "--option", "offload=true"],
+     ["cluster 'cpu-1x2' has no host section", "nothing can be offloaded to host memory"]),
+    (["--algorithm", "fsdp", "--option", "offload=true"], ["cluster 'cpu-1x2' has no host section"]),
+    (["--algorithm", "fsdp", "--option", "offload=true", "--option", "reshard_after_forward=false"],
+     ["offload frees each gathered weight after forward", "expected reshard_after_forward=true"]),
 ])
 def test_plan_refuses_bad_planning_values(args, fragments, tmp_path):
     output = tmp_path / "never.json"
