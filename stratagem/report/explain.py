@@ -5,7 +5,8 @@ the plan was priced with (TensorOpt Eq. 1-2 per op and per edge).
     table = explain_table(rows, sort="time", top=20)
 Communication of an op: its gradient sync (TensorOpt's t_s) with the gathers of the weights it
 holds sharded (cost.weight_state), and the re-scheduling of its inputs (t_x of the edges into it,
-forward and backward), in time and in bytes moved over all groups.
+forward and backward), in time and in bytes moved over all groups (an offloaded weight's copies
+to and from the host among them), and what it keeps in host memory when it offloads its weights.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class OpRow:
     reschedule_time_s: float
     memory_bytes: float            # per device of the op: parameters, gradients, optimizer, activations
     communication_bytes: float     # sync + re-scheduling into the op, summed over groups
+    host_bytes: float = 0.0        # per device of the op: its offloaded weight, gradient and optimizer state
 
     @property
     def time_s(self) -> float:
@@ -67,7 +69,8 @@ def _row(plan: Plan, model, op, incoming: tuple[float, float]) -> OpRow:
     placements = format_placements(model.layout(op.name, config).outputs) if config.levels else "whole"
     return OpRow(op.name, op.kind, str(config), placements, cost.forward_time_s, cost.backward_time_s,
                  cost.update_time_s, cost.communication_time_s, incoming[0], cost.memory_bytes,
-                 _step_bytes(cost.sync) + _step_bytes(cost.gather) * (2 if cost.regather else 1) + incoming[1])
+                 _step_bytes(cost.sync) + _step_bytes(cost.gather) * (2 if cost.regather else 1) + incoming[1],
+                 cost.memory.host_bytes)
 
 
 def sorted_rows(rows: Sequence[OpRow], sort: str = "graph", top: int | None = None) -> list[OpRow]:
@@ -78,14 +81,17 @@ def sorted_rows(rows: Sequence[OpRow], sort: str = "graph", top: int | None = No
 
 
 def explain_table(rows: Sequence[OpRow], title: str = "") -> Table:
+    """The rows as a table; with a host/device column where some op offloads its weights."""
+    host = any(r.host_bytes for r in rows)
     columns = ("op", "kind", "configuration", "output", "forward", "backward", "update", "sync+gather",
-               "re-schedule", "memory/device", "comm bytes")
+               "re-schedule", "memory/device", *(("host/device",) if host else ()), "comm bytes")
     body = [(r.op, r.kind, r.config, r.output_placements, format_seconds(r.forward_time_s),
              format_seconds(r.backward_time_s), format_seconds(r.update_time_s), format_seconds(r.sync_time_s),
-             format_seconds(r.reschedule_time_s), format_bytes(r.memory_bytes), format_bytes(r.communication_bytes))
+             format_seconds(r.reschedule_time_s), format_bytes(r.memory_bytes),
+             *((format_bytes(r.host_bytes),) if host else ()), format_bytes(r.communication_bytes))
             for r in rows]
     table = Table.of(columns, body, title)
-    return Table(table.columns, table.rows, table.title, (False, False, False, False) + (True,) * 7)
+    return Table(table.columns, table.rows, table.title, (False, False, False, False) + (True,) * (len(columns) - 4))
 
 
 def totals(rows: Sequence[OpRow]) -> dict[str, float]:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import matplotlib.image
 import pytest
 
+from stratagem.frontend import zoo
 from stratagem.report import explain, picture
+from stratagem.search import registry
+from stratagem.search.context import context
 
 
 def test_op_rows_add_up_to_the_plans_additive_time(tiny_ctx, tiny_frontier):
@@ -48,3 +51,16 @@ def test_categories_name_the_kinds_split(tiny_ctx):
     assert picture.category(analysis, Configuration(())) == "whole"
     assert picture.category(analysis, Configuration((Level(sample, 2),))) == "sample"
     assert picture.category(analysis, Configuration((Level(None, 2),))) == "replicated"
+
+
+def test_offloaded_ops_show_what_they_keep_in_host_memory():
+    """fsdp with offload on 2 A100s: each op that offloads shows its host bytes, the additive
+    per-device total of which is the plan's host memory; without offload no host column."""
+    ctx = context(zoo.build("mlp-tiny"), "a100-1x8", 2)
+    offloaded = registry.run(ctx, "fsdp", {"offload": True})
+    rows = explain.explain(offloaded, ctx.model)
+    held = [r for r in rows if r.host_bytes]
+    assert held and all(offloaded.strategy[r.op].offloaded for r in held)
+    assert sum(r.host_bytes for r in rows) == pytest.approx(offloaded.details["memory_by_kind"]["host"], rel=1e-12)
+    assert "host/device" in explain.explain_table(rows).columns
+    assert "host/device" not in explain.explain_table(explain.explain(registry.run(ctx, "fsdp"), ctx.model)).columns
