@@ -75,10 +75,17 @@ def kept_producer_buffers(model, strategy: Mapping[str, Configuration]) -> froze
 
 def sharing_credits(model, strategy: Mapping[str, Configuration]) -> Iterator[tuple[float, tuple[int, ...]]]:
     """(bytes given back, the devices) per shared tensor read as it is by j >= 2 keepers."""
+    for num_bytes, devices, _ in credited_readers(model, strategy):
+        yield num_bytes, devices
+
+
+def credited_readers(model, strategy: Mapping[str, Configuration]
+                     ) -> Iterator[tuple[float, tuple[int, ...], tuple[str, ...]]]:
+    """`sharing_credits` with the keepers that read each shared tensor as it is."""
     for shared, readers in _readers_as_is(model, strategy):
         if len(readers) >= 2:
             config = strategy[shared.producer]
-            yield (len(readers) - 1) * producer_bytes(model, shared, config), config.devices
+            yield (len(readers) - 1) * producer_bytes(model, shared, config), config.devices, tuple(readers)
 
 
 def _readers_as_is(model, strategy):
@@ -90,5 +97,5 @@ def _readers_as_is(model, strategy):
         yield shared, readers
 
 
-__all__ = ["SharedTensor", "kept_producer_buffers", "producer_bytes", "reads_as_is", "shared_tensors",
+__all__ = ["SharedTensor", "credited_readers", "kept_producer_buffers", "producer_bytes", "reads_as_is", "shared_tensors",
            "sharing_credits"]
