@@ -19,6 +19,7 @@ from stratagem.report.console import Console
 from stratagem.report.planning import DEFAULT_CLUSTER
 from stratagem.cli.plan import add_precision, precision_of
 from stratagem.report.units import format_bytes, format_seconds
+from stratagem.search.context import fits_host
 from stratagem.search.progress import SILENT, phase
 from stratagem.search.stopping import interruption
 
@@ -108,7 +109,8 @@ def baseline_names(text: str) -> list[str]:
 
 
 def fastest_under(front, cap: float) -> str:
-    fitting = [p for p in front if p.peak_memory_bytes <= cap]
+    """The fastest point under the cap whose offloaded state fits its hosts too."""
+    fitting = [p for p in front if p.peak_memory_bytes <= cap and fits_host(p)]
     if not fitting:
         return "none"
     best = min(fitting, key=lambda p: p.iteration_time_s)

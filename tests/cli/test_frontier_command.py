@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import yaml
+
 from stratagem.cli import main
+from stratagem.cli.frontier import fastest_under
+from stratagem.cluster import cluster_data
+from stratagem.frontend import zoo
 from stratagem.plan import Frontier
+from stratagem.report.units import format_bytes, format_seconds
+from stratagem.search import registry
+from stratagem.search.context import context
 
 from .images import assert_drawn
 
@@ -25,3 +33,17 @@ def test_unknown_baselines_are_refused_before_any_work(capsys):
     assert main(["frontier", "rnn-tiny", "--baselines", "data-parallel,zero3"]) == 2
     err = capsys.readouterr().err
     assert "unknown baseline" in err and "zero3" in err and "data-parallel" in err
+
+
+def test_the_fastest_plan_that_fits_fits_its_hosts_too(tmp_path):
+    """A frontier point whose offloaded state overflows its nodes' host memory is not 'the fastest
+    plan that fits', whatever the device memory cap."""
+    data = cluster_data("a100-1x8")
+    data["host"]["memory_bytes"] = 1024
+    small = tmp_path / "small-hosts.yaml"
+    small.write_text(yaml.safe_dump(data))
+    ctx = context(zoo.build("mlp-tiny"), str(small), 2)
+    cramped, sharded = registry.run(ctx, "fsdp", {"offload": True}), registry.run(ctx, "fsdp")
+    assert fastest_under([cramped], float("inf")) == "none"
+    assert fastest_under([cramped, sharded], float("inf")) == \
+        f"{format_seconds(sharded.iteration_time_s)} at {format_bytes(sharded.peak_memory_bytes)} (simulated)"
