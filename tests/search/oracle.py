@@ -5,7 +5,9 @@ from __future__ import annotations
 import itertools
 
 from stratagem.search.choices import ChoiceSpace
-from stratagem.sim.builder import Simulation
+from stratagem.search.ft import FTOptions
+from stratagem.search.ft_peak import peak_frontier_tracking
+from stratagem.sim.builder import Simulation, simulate
 
 
 def enumerate_times(model, space: ChoiceSpace) -> dict[tuple[int, ...], tuple[float, float]]:
@@ -33,6 +35,18 @@ def build_uncapped_space(model, **kwargs):
         patch.setattr(levels, "MAX_LEVELS", 64)
         patch.setattr(levels, "MAX_LEVELS_PER_GROUP", 64)
         return build_search_space(model, **kwargs)
+
+
+def assert_leaner_as_simulated(model, space, baseline_space, chosen) -> None:
+    """FT's leanest point over `space` takes a state `chosen` accepts (a configuration predicate),
+    needs less memory than the leanest over `baseline_space`, and the simulator agrees."""
+    lean_base = peak_frontier_tracking(baseline_space.problem, FTOptions(workers=1)).points[0]
+    lean = peak_frontier_tracking(space.problem, FTOptions(workers=1)).points[0]
+    strategy, _ = space.strategy(lean.assignment, lean.options)
+    assert any(chosen(c) for c in strategy.values())
+    assert lean.mem < lean_base.mem
+    assert simulate(model, strategy).peak_memory_bytes < \
+        simulate(model, baseline_space.strategy(lean_base.assignment)[0]).peak_memory_bytes
 
 
 def assert_ft_finds_the_exact_frontier(model, space, bases) -> None:

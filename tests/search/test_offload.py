@@ -16,14 +16,11 @@ from stratagem.errors import ConfigError
 from stratagem.report.plan_summary import plan_lines
 from stratagem.search import modes, registry
 from stratagem.search.context import NothingFits, context, fits_host, least_time
-from stratagem.search.ft import FTOptions
-from stratagem.search.ft_peak import peak_frontier_tracking
 from stratagem.search.ft_search import FTSearchOptions
 from stratagem.search.space import FT_SPACE
-from stratagem.sim.builder import simulate
 from tests.search.graphs import chain
 from tests.search.oracle import (
-    assert_ft_finds_the_exact_frontier, build_uncapped_space, checked_strategies, space_assignments,
+    assert_ft_finds_the_exact_frontier, assert_leaner_as_simulated, build_uncapped_space, checked_strategies, space_assignments,
 )
 
 WITH_STATES = replace(FT_SPACE, state_sharding=True)
@@ -66,13 +63,7 @@ def test_ft_finds_the_exact_frontier_with_offloaded_weights(model, space):
 
 def test_offloaded_weights_reach_below_the_leanest_sharded_plan_as_simulated(model, space):
     sharded = build_uncapped_space(model, options=WITH_STATES, coarsening=False)
-    lean_sharded = peak_frontier_tracking(sharded.problem, FTOptions(workers=1)).points[0]
-    lean = peak_frontier_tracking(space.problem, FTOptions(workers=1)).points[0]
-    strategy, _ = space.strategy(lean.assignment, lean.options)
-    assert any(c.offloaded for c in strategy.values())
-    assert lean.mem < lean_sharded.mem
-    assert simulate(model, strategy).peak_memory_bytes < \
-        simulate(model, sharded.strategy(lean_sharded.assignment)[0]).peak_memory_bytes
+    assert_leaner_as_simulated(model, space, sharded, lambda c: c.offloaded)
 
 
 def test_offload_is_asked_with_sharded_states():

@@ -9,13 +9,10 @@ from dataclasses import replace
 import pytest
 
 from stratagem.cost import CostModel
-from stratagem.search.ft import FTOptions
-from stratagem.search.ft_peak import peak_frontier_tracking
 from stratagem.search.space import FT_SPACE
-from stratagem.sim.builder import simulate
 from tests.search.graphs import chain
 from tests.search.oracle import (
-    assert_ft_finds_the_exact_frontier, build_uncapped_space, checked_strategies, space_assignments,
+    assert_ft_finds_the_exact_frontier, assert_leaner_as_simulated, build_uncapped_space, checked_strategies, space_assignments,
 )
 
 WITH_STATES = replace(FT_SPACE, state_sharding=True)
@@ -51,12 +48,7 @@ def test_ft_finds_the_exact_frontier_with_states(model, space):
 
 def test_sharded_states_reach_below_the_leanest_replicated_plan_as_simulated(model, space):
     plain = build_uncapped_space(model, options=FT_SPACE, coarsening=False)
-    lean_plain = peak_frontier_tracking(plain.problem, FTOptions(workers=1)).points[0]
-    lean = peak_frontier_tracking(space.problem, FTOptions(workers=1)).points[0]
-    strategy, _ = space.strategy(lean.assignment, lean.options)
-    assert any(c.sharded_state for c in strategy.values())
-    assert lean.mem < lean_plain.mem
-    assert simulate(model, strategy).peak_memory_bytes < simulate(model, plain.strategy(lean_plain.assignment)[0]).peak_memory_bytes
+    assert_leaner_as_simulated(model, space, plain, lambda c: c.sharded_state)
 
 
 def test_when_nothing_fits_the_modes_turn_to_sharded_weights():
