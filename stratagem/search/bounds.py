@@ -317,14 +317,39 @@ def busy_bound(model, strategy) -> float:
     this, up to the rounding of adding the same durations in another order."""
     tasks = TaskGraph(model.cluster, every_device(model.cluster.num_devices))
     busy = np.zeros(tasks.num_resources)
+    step_time_s = StepTimes()
     for op, config in strategy.items():
         cost = model.op_cost(op, config)
         busy[config.devices.start:config.devices.stop] += cost.compute_time_s
-        gathers = cost.gather * 2 if cost.regather else cost.gather
-        _add_steps(busy, gathers + cost.sync, tasks.step_resources)
+        step_time_s.add(cost.gather * 2 if cost.regather else cost.gather)
+        step_time_s.add(cost.sync)
     for edge in model.edges():
-        _add_steps(busy, _edge_steps(edge, model.edge_cost_in(edge, strategy)), tasks.step_resources)
+        step_time_s.add(_edge_steps(edge, model.edge_cost_in(edge, strategy)))
+    step_time_s.onto(busy, tasks.step_resources)
     return float(busy.max()) if len(busy) else 0.0
+
+
+class StepTimes:
+    """Communication steps' times summed per (kind, groups object) before they are put on their
+    resources: a plan's thousands of steps share a few hundred groups, and finding a step's
+    resources hashes its groups (every device of a large cluster). Keyed by the groups' identity:
+    equal groups held in different objects are summed apart, which only costs time."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[tuple[str, int], list] = {}
+
+    def add(self, steps) -> None:
+        for step in steps:
+            key = (step.kind, id(step.groups))
+            found = self._by_key.get(key)
+            if found is None:
+                self._by_key[key] = [step, step.time_s]
+            else:
+                found[1] += step.time_s
+
+    def onto(self, busy: np.ndarray, resources_of) -> None:
+        for step, time_s in self._by_key.values():
+            busy[list(resources_of(step))] += time_s
 
 
 def _add_steps(busy: np.ndarray, steps, resources_of) -> None:

@@ -254,11 +254,22 @@ def loader_layout(spec, num_devices: int) -> TensorLayout:
     return TensorLayout(0, (num_devices,), (Shard(d) if even else REPLICATE,))
 
 
-def _axis_groups(first_device: int, mesh_shape: tuple[int, ...], axes: tuple[int, ...]
-                 ) -> tuple[tuple[int, ...], ...]:
+def _axis_groups(first_device: int, mesh_shape: tuple[int, ...], axes: tuple[int, ...]) -> "DeviceGroups":
     """The devices of a row-major mesh grouped by their coordinates off `axes`."""
     grid = first_device + np.arange(math.prod(mesh_shape)).reshape(mesh_shape)
     inside = [a for a in dict.fromkeys(axes) if a < len(mesh_shape)]
     outside = [a for a in range(len(mesh_shape)) if a not in inside]
     rows = np.sort(np.transpose(grid, outside + inside).reshape(-1, math.prod(mesh_shape[a] for a in inside)), axis=1)
-    return tuple(tuple(int(d) for d in row) for row in rows)
+    return DeviceGroups(map(tuple, rows.tolist()))
+
+
+class DeviceGroups(tuple):
+    """Device groups (a tuple of device tuples) that hash once: they key the prices, links and
+    resources of every communication step, and on a large cluster they hold thousands of devices
+    (a tuple hashes its items again on every lookup). Equal to, and hashed as, the plain tuple."""
+
+    def __hash__(self) -> int:
+        found = self.__dict__.get("_hash")
+        if found is None:
+            found = self.__dict__["_hash"] = tuple.__hash__(self)
+        return found

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import pickle
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -71,3 +72,16 @@ def test_axis_groups_match_the_coordinates_definition(mesh, first, data):
         key = tuple(c for a, c in enumerate(lay.coordinates(device)) if a not in axes)
         expected.setdefault(key, []).append(device)
     assert lay.axis_groups(axes) == tuple(tuple(g) for g in expected.values())
+
+
+def test_axis_groups_key_dicts_as_the_plain_tuple_does():
+    """Groups hash once, as the tuple of the same devices: a price or link cached under one is
+    found under the other, also after a pickle (plans travel between processes)."""
+    lay = TensorLayout(0, (4, 4), (REPLICATE, REPLICATE))
+    groups = lay.axis_groups((1,))
+    plain = tuple(tuple(range(r, r + 4)) for r in range(0, 16, 4))
+    assert groups == plain and hash(groups) == hash(plain) and hash(groups) == hash(groups)
+    assert {plain: "priced"}[groups] == "priced" and {groups: "priced"}[plain] == "priced"
+    again = pickle.loads(pickle.dumps(groups))
+    assert again == plain and hash(again) == hash(plain)
+    assert all(type(d) is int for group in groups for d in group)
