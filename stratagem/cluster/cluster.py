@@ -52,6 +52,7 @@ class Cluster:
         self._weights: dict[tuple[int, int], float] = {}
         self._channels: dict[tuple[int, ...], Channels] = {}
         self._plans: dict[tuple[str, Groups], CollectivePlan] = {}
+        self._checked: dict[tuple[str, Groups], Groups] = {}
         self._transfer_times: dict[tuple, float] = {}
 
     # ---- structure -----------------------------------------------------------------------------------
@@ -206,8 +207,7 @@ class Cluster:
         if kind in HOST_TRANSFERS:
             return Estimate(self.host_transfer_time_s(num_bytes), "host copy", "-")
         check_kind(kind)
-        key = normalize_groups(groups)
-        self._check_groups(kind, key)
+        key = self._normalized(kind, groups)
         if len(key[0]) == 1 or num_bytes <= 0:
             return Estimate(0.0, "none", "none")
         if self.comm_table is not None and (kind, key) in self.comm_table:
@@ -236,6 +236,20 @@ class Cluster:
 
     def collective_time_s(self, kind: str, num_bytes: float, group: Sequence[int]) -> float:
         return self.collective_estimate(kind, num_bytes, [group]).time_s
+
+    def _normalized(self, kind: str, groups: Iterable[Sequence[int]]) -> Groups:
+        """The groups sorted and checked (`_check_groups`), once per tuple of groups: the cost model
+        prices one step's groups at many sizes, and on a large cluster they hold every device.
+        Groups already sorted are kept as they are (the plans' key then hashes as theirs did)."""
+        cacheable = isinstance(groups, tuple) and all(isinstance(g, tuple) for g in groups)
+        found = self._checked.get((kind, groups)) if cacheable else None
+        if found is None:
+            found = normalize_groups(groups)
+            self._check_groups(kind, found)
+            if cacheable:
+                found = groups if found == groups else found
+                self._checked[(kind, groups)] = found
+        return found
 
     def _check_groups(self, kind: str, groups: Groups) -> None:
         if not groups or not groups[0]:

@@ -136,16 +136,19 @@ def plan_redistribution(src: TensorLayout, dst: TensorLayout, shape: tuple[int, 
 
 
 def shortest_paths(src: TensorLayout, shape: tuple[int, ...], itemsize: int, price: Price,
-                   partial_target: bool, native_all_to_all: bool = True, known_moves: dict | None = None) -> Paths:
+                   partial_target: bool, native_all_to_all: bool = True, known_moves: dict | None = None,
+                   groups: tuple | None = None) -> Paths:
     """Cheapest paths from src's placements to every state (states with a Partial placement only
     when `partial_target`: case 6 runs only toward such a target). A heap entry's path is a linked
     list (previous path, transition), built into steps for the target asked (`Paths.to`).
     `known_moves`: each state's block count and `moves` by (state, mesh, rank, partial_target,
-    native_all_to_all), shared by the runs of one re-scheduler (they do not depend on the size)."""
+    native_all_to_all), shared by the runs of one re-scheduler (they do not depend on the size).
+    `groups`: each mesh axis's device groups (`mesh_axis_groups(src)`), where the caller keeps them
+    for every layout on the same block and mesh."""
     known_moves = {} if known_moves is None else known_moves
     mesh, rank = src.mesh_shape, len(shape)
     full = float(math.prod(shape) * itemsize)
-    groups = tuple(src.axis_groups((x,)) for x in range(len(mesh)))
+    groups = mesh_axis_groups(src) if groups is None else groups
     prices: dict[tuple, float] = {}
     counter = 0
     heap: list = [(0.0, 0, counter, src.placements, None)]
@@ -174,6 +177,11 @@ def shortest_paths(src: TensorLayout, shape: tuple[int, ...], itemsize: int, pri
             counter += 1
             heapq.heappush(heap, (cost + step_s, hops + 1, counter, nxt, (path, t)))
     return Paths(src.placements, mesh, full, groups, prices, reached)
+
+
+def mesh_axis_groups(layout: TensorLayout) -> tuple:
+    """Each mesh axis's device groups, the groups a step on that axis runs on."""
+    return tuple(layout.axis_groups((x,)) for x in range(len(layout.mesh_shape)))
 
 
 def _unlinked(path) -> list[Transition]:

@@ -20,7 +20,7 @@ import math
 from stratagem.cluster import Cluster
 from stratagem.space.tensor_layout import TensorLayout, refine
 from stratagem.cost.p2p import plan_p2p
-from stratagem.cost.redistribute import Paths, Price, Redistribution, shortest_paths
+from stratagem.cost.redistribute import Paths, Price, Redistribution, mesh_axis_groups, shortest_paths
 from stratagem.space import Partial
 
 Key = tuple[tuple[int, ...], int, TensorLayout, TensorLayout]
@@ -33,6 +33,7 @@ class Rescheduler:
         self._plans: dict[Key, Redistribution] = {}
         self._paths: dict[tuple, Paths] = {}
         self._moves: dict[tuple, tuple] = {}     # redistribute.moves per state and mesh
+        self._groups: dict[tuple, tuple] = {}    # each axis's device groups per (first device, mesh)
 
     def plan(self, shape: tuple[int, ...], itemsize: int, src: TensorLayout, dst: TensorLayout
              ) -> Redistribution:
@@ -55,6 +56,17 @@ class Rescheduler:
             paths = self._paths.get(key)
             if paths is None:
                 paths = self._paths[key] = shortest_paths(source, shape, itemsize, self.price, partial,
-                                                          self.cluster.spec.native_all_to_all, self._moves)
+                                                          self.cluster.spec.native_all_to_all, self._moves,
+                                                          self._mesh_groups(source))
             return paths.to(target.placements)
         return plan_p2p(src, dst, shape, itemsize, self.cluster)
+
+    def _mesh_groups(self, layout: TensorLayout) -> tuple:
+        """redistribute.mesh_axis_groups, once per block and mesh: the refined layouts of every
+        pair of placements on one mesh share them (on 16,384 devices each axis's groups hold
+        every device)."""
+        key = (layout.first_device, layout.mesh_shape)
+        found = self._groups.get(key)
+        if found is None:
+            found = self._groups[key] = mesh_axis_groups(layout)
+        return found

@@ -237,7 +237,12 @@ def _combined_arrays(terms: list[Term], final_shape: tuple[int, ...], k_size: in
 
     parts = (list(executor.map(work, boxes)) if executor is not None and len(boxes) > 1
              else [work(b) for b in boxes])
-    width = max(p[0].shape[-1] for p in parts)
+    shape = final_shape + (max(p[0].shape[-1] for p in parts),)
+    if len(parts) == 1:                         # one box: the whole index, its arrays as they are
+        m, t, kc, sl = parts[0]
+        return (m.astype(float, copy=False).reshape(shape), t.astype(float, copy=False).reshape(shape),
+                kc.astype(np.int64, copy=False).reshape(shape), [s.astype(np.int64, copy=False).reshape(shape) for s in sl])
+    width = shape[-1]
     mem = np.full(sizes + (width,), INF)
     time = np.full(sizes + (width,), INF)
     k_choice = np.full(sizes + (width,), -1, dtype=np.int64)
@@ -250,7 +255,6 @@ def _combined_arrays(terms: list[Term], final_shape: tuple[int, ...], k_size: in
         k_choice[where + (slice(0, w),)] = kc
         for target, source in zip(slots, sl):
             target[where + (slice(0, w),)] = source
-    shape = final_shape + (width,)
     return (mem.reshape(shape), time.reshape(shape), k_choice.reshape(shape),
             [s.reshape(shape) for s in slots])
 
