@@ -308,14 +308,21 @@ class Bounds:
 __all__ = ["Bounds"]
 
 
-def busy_bound(model, strategy) -> float:
+def busy_resources(model) -> TaskGraph:
+    """The resources `busy_bound` puts tasks on (no task is added): one for many strategies keeps
+    each step's resources found once (on 16,384 devices a step's groups list every device)."""
+    return TaskGraph(model.cluster, every_device(model.cluster.num_devices))
+
+
+def busy_bound(model, strategy, resources: TaskGraph | None = None) -> float:
     """The busy bound of a complete strategy without stages: the most time any device or link
     spends on the tasks the simulator gives it (F, B, U on each device of every op's
     configuration; its gathers, again for backward where it re-gathers, and gradient syncs; every
     edge's forward re-scheduling steps and, from a producer, its backward ones; each on the
     resources `TaskGraph.step_resources` says it holds). The simulated iteration time is at least
-    this, up to the rounding of adding the same durations in another order."""
-    tasks = TaskGraph(model.cluster, every_device(model.cluster.num_devices))
+    this, up to the rounding of adding the same durations in another order. `resources`: from
+    `busy_resources(model)`, shared by the strategies bounded."""
+    tasks = busy_resources(model) if resources is None else resources
     busy = np.zeros(tasks.num_resources)
     step_time_s = StepTimes()
     for op, config in strategy.items():

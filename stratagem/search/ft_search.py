@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from stratagem.collection import fewer_collections
 from stratagem.errors import ConfigError
 from stratagem.plan import Frontier, Plan
-from stratagem.search.bounds import busy_bound
+from stratagem.search.bounds import busy_bound, busy_resources
 from stratagem.search.context import (
     PlanningContext, make_plan, plans_shared, recomputing, runnable_space, strategy_with_reuse,
 )
@@ -165,12 +165,13 @@ def _simulated(ctx: PlanningContext, search_space: SearchSpace, result: FTResult
     # the fastest fitting time known to this process: its own plans (`simulated`, in a worker
     # too) and, in the planner's, every plan as it arrives (`arrived`)
     fastest = [min((p.iteration_time_s for p in alternatives if _fits(p, least_time_under)), default=math.inf)]
+    resources = busy_resources(ctx.model) if least_time_under is not None else None
 
     def simulated(point: FTPoint) -> Plan | None:
         strategy, reuse = search_space.strategy(point.assignment, point.options)
         reuse = _non_default(ctx, strategy, reuse)
         if least_time_under is not None and point is not points[0] and \
-                busy_bound(ctx.model, strategy_with_reuse(ctx, strategy, reuse)) > fastest[0] * (1 + ROUNDING):
+                busy_bound(ctx.model, strategy_with_reuse(ctx, strategy, reuse), resources) > fastest[0] * (1 + ROUNDING):
             return None                                 # (the first is kept: a frontier has a point)
         plan = make_plan(ctx, strategy, "ft", reuse, details)
         if _fits(plan, least_time_under):

@@ -11,7 +11,7 @@ import pytest
 
 from stratagem.cluster import Cluster, load
 from stratagem.cost import CostModel
-from stratagem.search.bounds import busy_bound
+from stratagem.search.bounds import busy_bound, busy_resources
 from stratagem.search.ft_search import ROUNDING
 from stratagem.sim.builder import Simulation
 from stratagem.space import SpaceOptions, Strategy
@@ -61,3 +61,18 @@ def test_the_busy_bound_is_the_simulated_time_when_every_rank_waits_and_runs_eve
         strategy = Strategy(strategy, _some_reuse(model, strategy, rng))
         simulated = Simulation(model, strategy).run().iteration_time_s
         assert busy_bound(model, strategy) == pytest.approx(simulated, rel=ROUNDING)
+
+
+def test_resources_shared_across_strategies_give_each_its_own_bound():
+    """One `busy_resources` graph for many strategies (as the planner bounds its frontier points)
+    bounds each as a fresh one does: the steps' resources it remembers are the same for all."""
+    model = CostModel(GRAPHS["mlp"](), _cluster(False), num_devices=8)
+    configs = {op.name: model.configurations(op.name, WITH_STATES) for op in model.graph.ops}
+    rng = np.random.default_rng(7)
+    shared = busy_resources(model)
+    bounds = []
+    for _ in range(10):
+        strategy = Strategy({op: c[rng.integers(len(c))] for op, c in configs.items()})
+        bounds.append(busy_bound(model, strategy))
+        assert busy_bound(model, strategy, shared) == bounds[-1]
+    assert len(set(bounds)) > 1
