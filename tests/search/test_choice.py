@@ -113,7 +113,7 @@ def test_a_frontier_whose_other_points_are_all_ruled_out_keeps_its_first(monkeyp
     from stratagem.search.stopping import stopped
     ctx = context(zoo.build("mlp-tiny"), "cpu-1x2", 2)
     whole = frontier(ctx)
-    monkeypatch.setattr(ft_search, "busy_bound", lambda model, strategy: float("inf"))
+    monkeypatch.setattr(ft_search, "busy_bound", lambda model, strategy, resources=None: float("inf"))
     lean = frontier(ctx, least_time_under=float("inf"))
     assert len(list(lean)) == 1 and not stopped(lean)
     assert lean.details["ruled_out"]["points"] == len(list(whole)) - 1
