@@ -108,13 +108,18 @@ def fold(edges: list[EdgeCosts], phases: Mapping[int, np.ndarray], crossing: Map
     levels: list[list[Level]] = [[] for _ in range(num_groups)]
     combos = [1] * num_groups
     carriers: dict[int, Carrier] = {}
+    found_values: dict[tuple, np.ndarray] = {}     # by (phases table, most, tolerance): twins share tables
     for q, inputs in crossing.items():
         g = group_of[q]
         order = sorted(inputs, key=lambda i: -_span(phases[i][2]))
         carrier, kept = order[0], known[q]
         tolerance = LEVEL_TOLERANCE * max(_largest(phases[i][2]) for i in inputs)
         for i in order[1:]:
-            values = _level_values(phases[i], min(MAX_LEVELS, MAX_LEVELS_PER_GROUP // combos[g]), tolerance)
+            most = min(MAX_LEVELS, MAX_LEVELS_PER_GROUP // combos[g])
+            key = (id(phases[i]), most, tolerance)
+            values = found_values.get(key)
+            if values is None:
+                values = found_values[key] = _level_values(phases[i], most, tolerance)
             if values.shape[1] == 1:
                 kept = kept.plus(values[:, 0, :].T)
             else:

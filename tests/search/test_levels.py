@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 
 from stratagem.cost import CostModel
 from stratagem.cost.transient import input_transient_bytes, op_transient_bytes, plan_transient
+from stratagem.search.levels import LEVEL_TOLERANCE, Known, _largest, _level_values, fold
+from stratagem.search.problem import EdgeCosts
 from stratagem.search.space import build_search_space
 from stratagem.sim.builder import simulate
 from stratagem.space import Configuration, Edge
@@ -107,3 +110,33 @@ def test_past_the_caps_ft_overcharges_never_undercharges():
         assert capped.problem.evaluate(capped.index_of(model, strategy))[0] == pytest.approx(least, rel=1e-12)
         over += least > exact * (1 + 1e-12)
     assert over > 0
+
+
+def test_inputs_that_share_a_table_share_its_digits_and_others_get_their_own():
+    """fold finds an input's digit values once per phases table (twins' edges share theirs): two
+    ops reading the same table get equal digits, and a third reading an equal-shaped table of
+    other values gets that table's, not the shared one's."""
+    rng = np.random.default_rng(0)
+    r, ks, kd = 1, 3, 2
+
+    def table(scale):
+        return np.stack([rng.uniform(1, 2, (r, ks, kd)) * scale, rng.uniform(2, 3, (r, ks, kd)) * scale,
+                         rng.uniform(3, 4, (r, ks, kd)) * scale])
+
+    shared, other, carried = table(1e6), table(3e6), table(1e7)
+    no_cost = np.zeros((r, ks, kd))
+    ops = ("q0", "q1", "q2")
+    edges, phases, crossing = [], {}, {}
+    for g, (q, bounded) in enumerate(zip(ops, (shared, shared, other))):
+        for t in (carried, bounded):
+            crossing.setdefault(q, []).append(len(edges))
+            phases[len(edges)] = t
+            edges.append(EdgeCosts(3, g, no_cost, no_cost))
+    known = {q: Known(np.zeros(kd)) for q in ops}
+    levels, _ = fold(edges, phases, crossing, known, {q: g for g, q in enumerate(ops)}, 4,
+                     {q: 0.0 for q in ops})
+    values = [found[0].values for found in levels[:3]]
+    assert values[0].shape[1] > 1
+    assert np.array_equal(values[0], values[1])
+    assert np.array_equal(values[2], _level_values(other, values[2].shape[1], LEVEL_TOLERANCE * _largest(carried[2])))
+    assert not np.array_equal(values[2], values[0])
