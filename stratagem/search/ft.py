@@ -8,7 +8,8 @@ every strategy on the (memory, time) frontier, each unrolled to a configuration 
         mark the linear chain: from the first node, while the last marked node has exactly one
         other neighbor, mark it                                        (`_State.extend_marks`)
         exact eliminations of unmarked nodes, in rounds (the nodes of degree <= 2 when a round
-        starts, each if it still qualifies), any that applies:         (`_State.try_exact`)
+        starts, each if it still qualifies, or instead a neighbor that also qualifies whose
+        elimination builds fewer candidates), any that applies:        (`_State.try_exact`)
             edge elimination   E_ij = E1_ij (x) E2_ij                                  Eq. 5
             node elimination   E_hj[w,p] = reduce U_k E_hi[w,k] (x) N_i[k] (x) E_ij[k,p]  Eq. 4
             leaf elimination   N_j[p] = N_j[p] (x) reduce U_k N_i[k] (x) E_ij[k,p]
@@ -254,11 +255,28 @@ class _State:
         for _ in range(2):
             while self.round:
                 i = self.round.pop()
-                if i in self.nodes and i not in marked and self._eliminate_exactly(i):
+                if i in self.nodes and i not in marked and len(self.adjacent[i]) <= 2:
+                    self._eliminate_exactly(self._cheapest_near(i, marked))
                     return True
             self.round = sorted((i for i in self.nodes if i not in marked and len(self.adjacent[i]) <= 2),
                                 reverse=True)
         return False
+
+    def _cheapest_near(self, i: int, marked: set[int]) -> int:
+        """i, or a neighbor of i that an exact elimination also removes now and whose elimination
+        builds fewer candidates (`_candidates`; i on a tie). Around a triangle i-h-j, eliminating
+        i costs K_h K_i K_j W_hi W_ij, eliminating h K_i K_h K_j W_hi W_hj: which is cheaper
+        depends on which edges earlier eliminations widened. Twins decide alike (sizes and widths)."""
+        options = [i, *sorted(n for n in self.adjacent[i] if n not in marked and len(self.adjacent[n]) <= 2)]
+        return min(options, key=self._candidates)
+
+    def _candidates(self, i: int) -> int:
+        """The candidates eliminating i builds: K_h K_i K_j times the widths of its edges' tables
+        and its own (a node elimination; a leaf's and an isolated node's likewise, without j or h)."""
+        count = self.size(i) * self.nodes[i].width
+        for n in self.adjacent[i]:
+            count *= self.size(n) * self.edge(i, n).width
+        return count
 
     def _eliminate_exactly(self, i: int) -> bool:
         nbrs = self.neighbors(i)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from stratagem.search.bruteforce import brute_force_frontier
-from stratagem.search.ft import FTOptions, frontier_tracking, merged
+from stratagem.search.ft import FTOptions, _State, frontier_tracking, merged
 from stratagem.search.problem import CostProblem, EdgeCosts
 
 
@@ -143,3 +143,22 @@ def test_a_deeper_stack_of_identical_blocks_computes_one_more_combine_per_block(
         computed[copies] = stats["computed"]
         assert stats["reused"] >= 5 * (copies - 3)
     assert computed[12] - computed[6] <= 6 and computed[24] - computed[12] <= 12
+
+
+def test_of_a_triangle_the_node_whose_edges_are_narrower_goes_first():
+    """Around a triangle 0-1-2, eliminating 0 multiplies the widths of its two wide edges (four
+    reuse options each); eliminating 1 or 2 multiplies one wide edge by the narrow 1-2. FT picks
+    the cheaper, and the frontier stays brute force's."""
+    rng = np.random.default_rng(3)
+
+    def edge(i, j, options):      # each option trades memory for time: none dominates another
+        trade = np.arange(options, dtype=float)[:, None, None]
+        return EdgeCosts(i, j, rng.integers(0, 6, (1, 3, 3)) + trade, rng.integers(0, 10, (1, 3, 3)) + 10 * (options - trade))
+
+    problem = CostProblem(tuple(rng.integers(0, 20, 3).astype(float) for _ in range(3)),
+                          tuple(rng.integers(0, 20, 3).astype(float) for _ in range(3)),
+                          (edge(0, 1, 4), edge(0, 2, 4), edge(1, 2, 1)))
+    state = _State(problem, FTOptions(workers=1), None)
+    assert state._candidates(0) == 4 * state._candidates(1) == 4 * state._candidates(2)
+    assert state._cheapest_near(0, set()) == 1
+    assert frontier_tracking(problem, FTOptions(workers=1)).pairs == brute_force_frontier(problem).pairs()
