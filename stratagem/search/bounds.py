@@ -360,9 +360,10 @@ class StepTimes:
 
 
 def _add_steps(busy: np.ndarray, steps, resources_of) -> None:
-    """Each communication step's time on the resources its task holds."""
-    for step in steps:
-        busy[list(resources_of(step))] += step.time_s
+    """Each communication step's time on the resources its task holds (summed as StepTimes sums them)."""
+    times = StepTimes()
+    times.add(steps)
+    times.onto(busy, resources_of)
 
 
 def _edge_steps(edge, cost) -> tuple:
