@@ -97,6 +97,7 @@ class Lowering:
         self.ops: list[Op] = []
         self.opaque_targets: Counter[str] = Counter()
         self.rejected: dict[str, str] = {}
+        self.traced: dict[tuple, list[tuple[int, ...]]] = {}   # output shapes by (kind, shapes, weights, attrs)
         self.internal: dict[str, int] = {}
         self.recorded: dict[str, Attrs] = {}
         self.outputs = [s.arg.name for s in program.graph_signature.output_specs
@@ -274,10 +275,19 @@ class Lowering:
                        built: list[tuple[Op, tuple[TensorSpec, ...]]]) -> list[tuple[int, ...]]:
         local = {spec.name: spec for _, specs in built for spec in specs}
         specs = [local.get(name) or self.specs[name] for name in inputs]
-        desc = LIBRARY[item.kind].describe(*(s.shape for s in specs),
-                                           weights=[s.role in (Role.WEIGHT, Role.BUFFER) for s in specs],
-                                           **dict(item.attrs))
-        return [tuple(desc.output_shape)] * desc.num_outputs
+        shapes = tuple(s.shape for s in specs)
+        weights = tuple(s.role in (Role.WEIGHT, Role.BUFFER) for s in specs)
+        key = (item.kind, shapes, weights, item.attrs)
+        try:
+            found = self.traced.get(key)
+        except TypeError:                     # an attribute that does not hash: traced every time
+            key, found = None, None
+        if found is None:
+            desc = LIBRARY[item.kind].describe(*shapes, weights=list(weights), **dict(item.attrs))
+            found = [tuple(desc.output_shape)] * desc.num_outputs
+            if key is not None:
+                self.traced[key] = found      # a repeated layer's ops are traced once
+        return list(found)
 
     # ---- names, shapes -----------------------------------------------------------------------
     def _element_names(self, node: fx.Node) -> dict[int, str]:

@@ -77,9 +77,13 @@ def check_graph(graph: Graph, cache: AnalysisCache | None = None) -> None:
 def propagate_sample_dims(graph: Graph) -> Graph:
     """Give every activation the sample dim its producer's analysis implies (dims of kind sample)."""
     tensors = dict(graph.tensors)
+    found: dict[tuple, Analysis] = {}          # by analysis_key, as AnalysisCache shares them
     for op in graph.ops:
         partial = Graph(graph.name, tensors, graph.ops, graph.outputs, graph.meta)
-        analysis = analyze_op(partial, op)
+        key = analysis_key(partial, op)
+        analysis = found.get(key)
+        if analysis is None:
+            analysis = found[key] = analyze_op(partial, op)
         sample = [i for i, d in enumerate(analysis.output_dims) if d.kind == "sample"]
         for t in op.outputs:
             if tensors[t].sample_dim is None and sample:
