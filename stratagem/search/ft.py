@@ -297,10 +297,11 @@ class _State:
         self.counts["leaf"] += 1
 
     def _leaf(self, i: int, j: int) -> None:
-        folded = self.combine([Term(self.nodes[i], (O1,)), Term(self.edge(i, j), (O1, O0))],
-                              (self.size(j), self.size(i)))
-        self.nodes[j] = self.combine([Term(self.nodes[j], (O0,)), Term(folded, (O0, "k"))],
-                                     (self.size(j),), self.size(i))
+        """N_j[p] = N_j[p] (x) reduce U_k N_i[k] (x) E_ij[k, p]: the union over k visited without
+        building (or thinning) a frontier per (p, k) first."""
+        folded = self.combine([Term(self.nodes[i], ("k",)), Term(self.edge(i, j), ("k", O0))],
+                              (self.size(j),), self.size(i))
+        self.nodes[j] = self.combine([Term(self.nodes[j], (O0,)), Term(folded, (O0,))], (self.size(j),))
         self.remove_node(i)
         self.counts["leaf"] += 1
 
