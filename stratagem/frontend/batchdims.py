@@ -59,12 +59,53 @@ def grown_export(module: torch.nn.Module, inputs: Sequence[Any],
 @dataclass(frozen=True)
 class ProgramShapes:
     """What `dims_between` reads of a program: per node, its name, its target (as text) and its
-    tensor value's shape (None for other values). It pickles: a forked worker's export sends it."""
+    tensor value's shape (None for other values); with `keys`, each node's `node_key` too, what
+    rebatch.py matches a derived program against. It pickles: a forked worker's export sends it."""
     nodes: tuple[tuple[str, str, tuple[int, ...] | None], ...]
+    keys: tuple[tuple, ...] | None = None
 
 
-def program_shapes(program: Any) -> ProgramShapes:
-    return ProgramShapes(tuple((n.name, str(n.target), _shape(n.meta.get("val"))) for n in program.graph.nodes))
+def program_shapes(program: Any, with_keys: bool = False) -> ProgramShapes:
+    nodes = program.graph.nodes
+    return ProgramShapes(tuple((n.name, str(n.target), _shape(n.meta.get("val"))) for n in nodes),
+                         tuple(node_key(n) for n in nodes) if with_keys else None)
+
+
+def program_keys(program: Any) -> tuple[tuple, ...]:
+    """Each node's `node_key`: of a program (anything with its fx `graph`), or as its ProgramShapes
+    recorded them."""
+    if isinstance(program, ProgramShapes):
+        if program.keys is None:
+            raise ValueError("these ProgramShapes were recorded without their node keys")
+        return program.keys
+    return tuple(node_key(n) for n in program.graph.nodes)
+
+
+def node_key(node: torch.fx.Node) -> tuple:
+    """A node as two programs must agree on it: its name, kind, target, arguments (other nodes by
+    name) and value (tensors by shape, stride, storage offset, dtype and device)."""
+    named = torch.fx.node.map_aggregate((node.args, node.kwargs),
+                                        lambda x: ("node", x.name) if isinstance(x, torch.fx.Node) else x)
+    return (node.name, node.op, str(node.target), _plain(named), _value_key(node.meta.get("val")))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return tuple(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return tuple((k, _plain(v)) for k, v in value.items())
+    return value
+
+
+def _value_key(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return ("tensor", tuple(value.shape), tuple(value.stride()), value.storage_offset(), value.dtype,
+                value.device.type)
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_value_key(v) for v in value))
+    if isinstance(value, (torch.SymInt, torch.SymBool, torch.SymFloat)):
+        return ("symbolic", str(value))
+    return value
 
 
 def _shape(value: Any) -> tuple[int, ...] | None:

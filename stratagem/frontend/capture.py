@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -61,17 +61,13 @@ def capture(module: torch.nn.Module, example_inputs: Any, *, name: str | None = 
 class Captured:
     """A captured graph and the exports it was lowered from (`rebatch.py` derives the graph at
     other batch sizes from them): the program, and the one with one more sample (None where no
-    input has a sample dim or that export failed)."""
+    input has a sample dim or that export failed): an ExportedProgram, rebatch.py's stand-in, or,
+    where a forked worker exported it, its ProgramShapes with their node keys (all that the batch
+    dims and rebatch.py read of it)."""
 
     graph: Graph
     program: torch.export.ExportedProgram
-    grown: Any                          # an ExportedProgram, rebatch.py's stand-in, or None
-    regrow: Callable[[], Any] | None = field(default=None, repr=False, compare=False)
-
-    def grown_program(self) -> Any:
-        """`grown`; where a forked worker made that export (only its shapes came back, `regrow`
-        set), the same export made again here."""
-        return self.grown if self.grown is not None or self.regrow is None else self.regrow()
+    grown: Any
 
 
 def capture_with_exports(module: torch.nn.Module, example_inputs: Any, *, name: str | None = None,
@@ -79,10 +75,11 @@ def capture_with_exports(module: torch.nn.Module, example_inputs: Any, *, name: 
     """`capture`, keeping the exports. `grown`: the export with one more sample where the caller
     has it exactly (rebatch.py derives it), instead of exporting again. Without it, and with the
     default sample dims, that export runs in a forked worker while this process exports the
-    program (stratagem.forked; the worker sends its ProgramShapes, all the batch dims need)."""
+    program (stratagem.forked; the worker sends its ProgramShapes with their node keys, all that
+    the batch dims and rebatch.py read of it)."""
     inputs = positional_inputs(module, example_inputs)
     name = name or type(module).__name__
-    shapes, regrow = None, None
+    shapes = None
     with caches_off(module) as turned_off:
         guess = _default_leaf_dims(inputs) if grown is None and sample_dims is None else None
         with _grown_in_worker(module, inputs, guess) as job:
@@ -92,13 +89,12 @@ def capture_with_exports(module: torch.nn.Module, example_inputs: Any, *, name: 
             if job is not None and leaf_dims == guess:
                 shapes = next(job.messages(), None)
         if shapes is not None:
-            regrow = partial(_grown_without_caches, module, inputs, leaf_dims)
+            grown = shapes
         elif grown is None:
             grown = grown_export(module, inputs, leaf_dims)
-    found = shapes if shapes is not None else grown
-    batch = {} if found is None else dims_between(program, found, is_one_sample(program, by_name))
+    batch = {} if grown is None else dims_between(program, grown, is_one_sample(program, by_name))
     graph = lowered_graph(program, module, batch, by_name, record_saved(program), name, turned_off, convert)
-    return Captured(graph, program, grown, regrow)
+    return Captured(graph, program, grown)
 
 
 def _default_leaf_dims(inputs: tuple[Any, ...]) -> list[int | None]:
@@ -119,19 +115,14 @@ def _grown_in_worker(module: torch.nn.Module, inputs: tuple[Any, ...], dims: lis
 
 def _send_grown_shapes(module: torch.nn.Module, inputs: tuple[Any, ...], dims: list[int | None],
                        send: Callable[[Any], None]) -> None:
-    """A worker's grown export: its ProgramShapes, or None where it failed (this process then
-    exports it again, and warns)."""
+    """A worker's grown export: its ProgramShapes with their node keys, or None where it failed
+    (this process then exports it again, and warns)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         found = grown_export(module, inputs, dims)
-    send(None if found is None else program_shapes(found))
+    send(None if found is None else program_shapes(found, with_keys=True))
 
 
-
-
-def _grown_without_caches(module: torch.nn.Module, inputs: tuple[Any, ...], dims: list[int | None]) -> Any:
-    with caches_off(module):
-        return grown_export(module, inputs, dims)
 
 
 def lowered_graph(program: Any, module: torch.nn.Module, batch_dims: Mapping[str, int | None],

@@ -32,7 +32,7 @@ import torch
 from torch import fx
 
 from stratagem.frontend.capture import Captured, caches_off, input_sample_dims, lowered_graph, positional_inputs
-from stratagem.frontend.batchdims import dims_between, is_one_sample
+from stratagem.frontend.batchdims import dims_between, is_one_sample, program_keys
 from stratagem.frontend.export import export_program
 from stratagem.frontend.fxnodes import tensor_leaves
 from stratagem.frontend.saved import saved_tensors
@@ -78,7 +78,7 @@ def batch_family(module: torch.nn.Module, inputs_at: Callable[[int], Any], captu
                  batch: int) -> BatchFamily | None:
     """The family of `captured` (the capture of `module` on inputs_at(batch)), or None where the
     symbolic export fails or does not reproduce the capture's exports at batch and batch + 1."""
-    grown = captured.grown_program() if batch >= SMALLEST else None
+    grown = captured.grown if batch >= SMALLEST else None
     if grown is None:
         return None
     inputs = positional_inputs(module, inputs_at(batch))
@@ -246,35 +246,10 @@ def _int_at(expr: sympy.Expr, symbol: sympy.Symbol, batch: int) -> int:
 
 # ---- checks ---------------------------------------------------------------------------------
 def _same_program(derived: DerivedProgram, program: Any) -> bool:
-    """Node by node: the same names, kinds, targets, arguments and values (tensors by shape,
-    stride, storage offset, dtype and device)."""
-    ours, theirs = list(derived.graph.nodes), list(program.graph.nodes)
-    return len(ours) == len(theirs) and all(_node_key(a) == _node_key(b) for a, b in zip(ours, theirs))
-
-
-def _node_key(node: fx.Node) -> tuple:
-    named = fx.node.map_aggregate((node.args, node.kwargs), lambda x: ("node", x.name) if isinstance(x, fx.Node)
-                                  else x)
-    return (node.name, node.op, node.target, _plain(named), _value_key(node.meta.get("val")))
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, (list, tuple)):
-        return tuple(_plain(v) for v in value)
-    if isinstance(value, dict):
-        return tuple((k, _plain(v)) for k, v in value.items())
-    return value
-
-
-def _value_key(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return ("tensor", tuple(value.shape), tuple(value.stride()), value.storage_offset(), value.dtype,
-                value.device.type)
-    if isinstance(value, (list, tuple)):
-        return (type(value).__name__, tuple(_value_key(v) for v in value))
-    if isinstance(value, (torch.SymInt, torch.SymBool, torch.SymFloat)):
-        return ("symbolic", str(value))
-    return value
+    """Node by node (batchdims.node_key): the same names, kinds, targets, arguments and values
+    (tensors by shape, stride, storage offset, dtype and device). `program`: an export, or its
+    ProgramShapes with their keys (the export a forked worker made)."""
+    return program_keys(derived) == program_keys(program)
 
 
 def _same_inputs(program: DerivedProgram, inputs: Sequence[Any]) -> bool:

@@ -302,7 +302,7 @@ def test_inputs_of_another_batch_size_are_read_whole(checked):
 
 def test_the_export_with_one_more_sample_in_a_worker_gives_the_graph_and_program_made_here(monkeypatch):
     from stratagem import forked
-    from stratagem.frontend.batchdims import program_shapes
+    from stratagem.frontend.batchdims import ProgramShapes, program_keys, program_shapes
     from stratagem.frontend.capture import capture_with_exports
     if forked.worker_count(2) < 2:
         pytest.skip("one CPU: no worker")
@@ -312,8 +312,9 @@ def test_the_export_with_one_more_sample_in_a_worker_gives_the_graph_and_program
         shared = capture_with_exports(MLP(), inputs, convert=no_conversion)
         monkeypatch.setenv(forked.CHILD_ENV, "1")           # as inside a worker: exported here
         here = capture_with_exports(MLP(), inputs, convert=no_conversion)
-    assert shared.grown is None and shared.regrow is not None and here.grown is not None and here.regrow is None
+    assert isinstance(shared.grown, ProgramShapes) and not isinstance(here.grown, ProgramShapes)
     assert shared.graph == here.graph
-    assert program_shapes(shared.grown_program()) == program_shapes(here.grown_program())
+    assert shared.grown == program_shapes(here.grown, with_keys=True)
+    assert program_keys(shared.grown) == program_keys(here.grown)     # what rebatch.py matches against
     assert shared.graph.tensors["x"].sample_dim == 0 and any(
         t.sample_dim == 0 for t in shared.graph.tensors.values() if t.role is Role.ACTIVATION)

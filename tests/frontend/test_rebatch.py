@@ -99,3 +99,23 @@ def test_a_module_branching_on_its_batch_gets_no_family():
         model = Branching()
     family, _ = family_of(model, 8)
     assert family is None
+
+
+def test_a_family_matches_the_keys_a_worker_sent_for_its_grown_export():
+    from dataclasses import replace
+
+    from stratagem import forked
+    from stratagem.frontend.batchdims import ProgramShapes
+    if forked.worker_count(2) < 2:
+        pytest.skip("one CPU: no worker")
+    with torch.device("meta"):
+        model = Rows()
+    inputs_at = lambda b: (torch.empty(b, 3, 6, device="meta"),)   # noqa: E731
+    captured = capture_with_exports(model, inputs_at(12))
+    assert isinstance(captured.grown, ProgramShapes)           # exported in a worker: only its record came
+    assert batch_family(model, inputs_at, captured, 12) is not None
+    keys = list(captured.grown.keys)
+    at = next(i for i, key in enumerate(keys) if key[1] == "call_function")
+    keys[at] = keys[at][:4] + (("tensor", (1,), (1,), 0, torch.float32, "meta"),)   # another value there
+    tampered = replace(captured, grown=replace(captured.grown, keys=tuple(keys)))
+    assert batch_family(model, inputs_at, tampered, 12) is None
