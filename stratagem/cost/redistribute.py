@@ -23,16 +23,19 @@ included). `plan_redistribution` runs Dijkstra from the source state to the targ
 transitions (`next_states`); ties go to fewer steps, then to the order transitions are generated.
 Dijkstra runs to the end once per source (`shortest_paths`): the path it settles for a state is the
 one a search that stopped there would return, so one run answers every target from that source.
+It runs compiled over the source's state graph, built once for every tensor size (cost.stategraph).
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import numpy as np
+
 from stratagem.space.tensor_layout import TensorLayout
+from stratagem.cost.stategraph import StateGraph, dijkstra, state_graph
 from stratagem.cost.steps import CommStep
 from stratagem.space import REPLICATE, Partial, Placement, Shard
 
@@ -112,20 +115,34 @@ def moves(state: State, mesh: tuple[int, ...], rank: int, target_has_partial: bo
 
 @dataclass(frozen=True)
 class Paths:
-    """Dijkstra's tree from one source state on one mesh: per state reached, (time, linked path)."""
+    """Dijkstra's tree from one source state on one mesh (cost.stategraph): per state, its least
+    time and the move that settled it."""
     start: State
     mesh: tuple[int, ...]
     full_bytes: float
     groups: tuple
     prices: dict
-    reached: dict
+    graph: StateGraph
+    time_s: np.ndarray
+    settled_by: np.ndarray
+    settled: np.ndarray
+    slot_bytes: tuple[float, ...]
 
     def to(self, target: State) -> Redistribution:
-        found = self.reached.get(target)
-        if found is None:
+        at = self.graph.index.get(target)
+        if at is None or not self.settled[at]:
             raise AssertionError(f"no re-scheduling path from {self.start} to {target}")  # every state reaches R*
-        time_s, path = found
-        return _result(self.start, _unlinked(path), time_s, self.mesh, self.full_bytes, self.groups, self.prices)
+        return _result(self.start, self._path(at), float(self.time_s[at]), self.mesh, self.full_bytes, self.groups,
+                       self.prices)
+
+    def _path(self, at: int) -> list[Transition]:
+        graph, found = self.graph, []
+        move = self.settled_by[at]
+        while move >= 0:
+            kind, axis, slot = graph.moves[move]
+            found.append((graph.states[graph.next_state[move]], kind, axis, self.slot_bytes[slot] if slot >= 0 else 0.0))
+            move = self.settled_by[graph.source[move]]
+        return found[::-1]
 
 
 def plan_redistribution(src: TensorLayout, dst: TensorLayout, shape: tuple[int, ...], itemsize: int,
@@ -137,59 +154,48 @@ def plan_redistribution(src: TensorLayout, dst: TensorLayout, shape: tuple[int, 
 
 def shortest_paths(src: TensorLayout, shape: tuple[int, ...], itemsize: int, price: Price,
                    partial_target: bool, native_all_to_all: bool = True, known_moves: dict | None = None,
-                   groups: tuple | None = None) -> Paths:
+                   groups: tuple | None = None, graphs: dict | None = None) -> Paths:
     """Cheapest paths from src's placements to every state (states with a Partial placement only
-    when `partial_target`: case 6 runs only toward such a target). A heap entry's path is a linked
-    list (previous path, transition), built into steps for the target asked (`Paths.to`).
-    `known_moves`: each state's block count and `moves` by (state, mesh, rank, partial_target,
-    native_all_to_all), shared by the runs of one re-scheduler (they do not depend on the size).
-    `groups`: each mesh axis's device groups (`mesh_axis_groups(src)`), where the caller keeps them
-    for every layout on the same block and mesh."""
+    when `partial_target`: case 6 runs only toward such a target), as cost.stategraph runs them:
+    the graph of its mesh (`graphs`: the caller's cache of them, by mesh, rank and rules), each
+    price slot priced once for this size, then the compiled Dijkstra. `known_moves`: each state's block count and `moves`
+    by (state, mesh, rank, partial_target, native_all_to_all), shared by the graphs of one
+    re-scheduler. `groups`: each mesh axis's device groups (`mesh_axis_groups(src)`), where the
+    caller keeps them for every layout on the same block and mesh."""
     known_moves = {} if known_moves is None else known_moves
+    graphs = {} if graphs is None else graphs
     mesh, rank = src.mesh_shape, len(shape)
     full = float(math.prod(shape) * itemsize)
     groups = mesh_axis_groups(src) if groups is None else groups
+    key = (mesh, rank, partial_target, native_all_to_all)
+    graph = graphs[key] = state_graph(src.placements, lambda state: _moves_of(
+        state, mesh, rank, partial_target, native_all_to_all, known_moves), graphs.get(key))
     prices: dict[tuple, float] = {}
-    counter = 0
-    heap: list = [(0.0, 0, counter, src.placements, None)]
-    reached: dict[State, tuple[float, tuple | None]] = {}
-    while heap:
-        cost, hops, _, state, path = heapq.heappop(heap)
-        if state in reached:
-            continue
-        reached[state] = (cost, path)
-        key = (state, mesh, rank, partial_target, native_all_to_all)
-        found = known_moves.get(key)
-        if found is None:
-            found = known_moves[key] = (_shard_count(state, mesh),
-                                        moves(state, mesh, rank, partial_target, native_all_to_all))
-        local = full / found[0]
-        for nxt, kind, x, factor in found[1]:
-            if nxt in reached:
-                continue
-            t = (nxt, kind, x, local * factor)
-            step_s = 0.0
-            if kind is not None:
-                key = t[1:]
-                step_s = prices.get(key)
-                if step_s is None:
-                    step_s = prices[key] = price(kind, t[3], groups[x])
-            counter += 1
-            heapq.heappush(heap, (cost + step_s, hops + 1, counter, nxt, (path, t)))
-    return Paths(src.placements, mesh, full, groups, prices, reached)
+    slot_s, slot_bytes = np.zeros(len(graph.slots) + 1), []      # the last: a free step's 0 s
+    for i, (kind, axis, shards, factor) in enumerate(graph.slots):
+        num_bytes = full / shards * factor
+        step = (kind, axis, num_bytes)
+        if step not in prices:
+            prices[step] = price(kind, num_bytes, groups[axis])
+        slot_s[i] = prices[step]
+        slot_bytes.append(num_bytes)
+    time_s, settled_by, settled = dijkstra(graph.starts, graph.next_state, slot_s[graph.slot],
+                                           graph.index[src.placements])
+    return Paths(src.placements, mesh, full, groups, prices, graph, time_s, settled_by, settled, tuple(slot_bytes))
+
+
+def _moves_of(state: State, mesh: tuple[int, ...], rank: int, partial_target: bool, native_all_to_all: bool,
+              known: dict) -> tuple[int, tuple]:
+    key = (state, mesh, rank, partial_target, native_all_to_all)
+    found = known.get(key)
+    if found is None:
+        found = known[key] = (_shard_count(state, mesh), moves(state, mesh, rank, partial_target, native_all_to_all))
+    return found
 
 
 def mesh_axis_groups(layout: TensorLayout) -> tuple:
     """Each mesh axis's device groups, the groups a step on that axis runs on."""
     return tuple(layout.axis_groups((x,)) for x in range(len(layout.mesh_shape)))
-
-
-def _unlinked(path) -> list[Transition]:
-    found = []
-    while path is not None:
-        path, t = path
-        found.append(t)
-    return found[::-1]
 
 
 def _result(start: State, path: list[Transition], time_s: float, mesh: tuple[int, ...], full: float,

@@ -34,6 +34,7 @@ class Rescheduler:
         self._paths: dict[tuple, Paths] = {}
         self._moves: dict[tuple, tuple] = {}     # redistribute.moves per state and mesh
         self._groups: dict[tuple, tuple] = {}    # each axis's device groups per (first device, mesh)
+        self._graphs: dict[tuple, object] = {}   # cost.stategraph's graph per mesh, rank and rules
 
     def plan(self, shape: tuple[int, ...], itemsize: int, src: TensorLayout, dst: TensorLayout
              ) -> Redistribution:
@@ -57,7 +58,7 @@ class Rescheduler:
             if paths is None:
                 paths = self._paths[key] = shortest_paths(source, shape, itemsize, self.price, partial,
                                                           self.cluster.spec.native_all_to_all, self._moves,
-                                                          self._mesh_groups(source))
+                                                          self._mesh_groups(source), self._graphs)
             return paths.to(target.placements)
         return plan_p2p(src, dst, shape, itemsize, self.cluster)
 
