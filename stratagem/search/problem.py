@@ -61,8 +61,9 @@ class CostProblem:
         if transient and tuple(t.shape for t in transient) != tuple(m.shape for m in mem):
             raise StratagemError("node transient memory malformed", expected="one [K_i] array per node",
                                  got=f"shapes {[t.shape for t in transient]}")
+        sizes = self.num_configs
         for e in self.edges:
-            want = (self.num_configs[e.src], self.num_configs[e.dst])
+            want = (sizes[e.src], sizes[e.dst])
             if e.mem.shape[1:] != want or e.time.shape != e.mem.shape or e.src == e.dst \
                     or (e.transient is not None and e.transient.shape != e.mem.shape):
                 raise StratagemError(f"edge {e.name or (e.src, e.dst)} costs malformed",
