@@ -23,7 +23,7 @@ included). `plan_redistribution` runs Dijkstra from the source state to the targ
 transitions (`next_states`); ties go to fewer steps, then to the order transitions are generated.
 Dijkstra runs to the end once per source (`shortest_paths`): the path it settles for a state is the
 one a search that stopped there would return, so one run answers every target from that source.
-It runs compiled over the source's state graph, built once for every tensor size (cost.stategraph).
+It runs compiled over the mesh's state graph, built once for every source and size (cost.stategraph).
 """
 
 from __future__ import annotations
@@ -139,7 +139,8 @@ class Paths:
         graph, found = self.graph, []
         move = self.settled_by[at]
         while move >= 0:
-            kind, axis, slot = graph.moves[move]
+            kind, axis = graph.moves[move]
+            slot = graph.slot[move]
             found.append((graph.states[graph.next_state[move]], kind, axis, self.slot_bytes[slot] if slot >= 0 else 0.0))
             move = self.settled_by[graph.source[move]]
         return found[::-1]
@@ -158,9 +159,9 @@ def shortest_paths(src: TensorLayout, shape: tuple[int, ...], itemsize: int, pri
     """Cheapest paths from src's placements to every state (states with a Partial placement only
     when `partial_target`: case 6 runs only toward such a target), as cost.stategraph runs them:
     the graph of its mesh (`graphs`: the caller's cache of them, by mesh, rank and rules), each
-    price slot priced once for this size, then the compiled Dijkstra. `known_moves`: each state's block count and `moves`
-    by (state, mesh, rank, partial_target, native_all_to_all), shared by the graphs of one
-    re-scheduler. `groups`: each mesh axis's device groups (`mesh_axis_groups(src)`), where the
+    price slot priced once for this size, then the compiled Dijkstra. `known_moves`: each state's
+    block count and `moves` by (state, mesh, rank, partial_target, native_all_to_all), shared by
+    the graphs of one re-scheduler. `groups`: each mesh axis's device groups (`mesh_axis_groups(src)`), where the
     caller keeps them for every layout on the same block and mesh."""
     known_moves = {} if known_moves is None else known_moves
     graphs = {} if graphs is None else graphs

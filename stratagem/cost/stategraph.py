@@ -1,4 +1,4 @@
-"""Dijkstra over re-scheduling states, compiled: the state graph once per source, then a run per size.
+"""Dijkstra over re-scheduling states, compiled: the state graph once per mesh, then a run per source and size.
 
 redistribute.py's search visits the same states through the same transitions whatever the tensor's
 size and wherever it starts; only the step prices and the source change. So the states (on one
@@ -41,7 +41,7 @@ class StateGraph:
     source: np.ndarray                  # [M] the state each move leaves
     slot: np.ndarray                    # [M] each move's price slot (-1: a free local step)
     slots: tuple[tuple, ...]            # (kind, axis, shard count, factor) per slot
-    moves: tuple[tuple, ...]            # (kind, axis, slot) per move
+    moves: tuple[tuple, ...]            # (kind, axis) per move
 
 
 def state_graph(start: State, moves_of: Callable[[State], tuple[int, tuple]],
@@ -71,7 +71,7 @@ def state_graph(start: State, moves_of: Callable[[State], tuple[int, tuple]],
             nexts.append(index[nxt])
             sources.append(at)
             slot_of.append(slot)
-            move_list.append((kind, axis, slot))
+            move_list.append((kind, axis))
         starts.append(len(nexts))
         at += 1
     as_array = lambda xs: np.array(xs, dtype=np.int64)   # noqa: E731

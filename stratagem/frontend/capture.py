@@ -79,18 +79,15 @@ def capture_with_exports(module: torch.nn.Module, example_inputs: Any, *, name: 
     the batch dims and rebatch.py read of it)."""
     inputs = positional_inputs(module, example_inputs)
     name = name or type(module).__name__
-    shapes = None
     with caches_off(module) as turned_off:
         guess = _default_leaf_dims(inputs) if grown is None and sample_dims is None else None
         with _grown_in_worker(module, inputs, guess) as job:
             program = export_program(module, inputs)
             by_name = input_sample_dims(program, inputs, sample_dims)
             leaf_dims = _align_to_leaves(inputs, [by_name.get(n) for n in _user_input_names(program)])
-            if job is not None and leaf_dims == guess:
-                shapes = next(job.messages(), None)
-        if shapes is not None:
-            grown = shapes
-        elif grown is None:
+            if job is not None and leaf_dims == guess:        # started only where grown was not given
+                grown = next(job.messages(), None)
+        if grown is None:
             grown = grown_export(module, inputs, leaf_dims)
     batch = {} if grown is None else dims_between(program, grown, is_one_sample(program, by_name))
     graph = lowered_graph(program, module, batch, by_name, record_saved(program), name, turned_off, convert)
@@ -121,8 +118,6 @@ def _send_grown_shapes(module: torch.nn.Module, inputs: tuple[Any, ...], dims: l
         warnings.simplefilter("ignore")
         found = grown_export(module, inputs, dims)
     send(None if found is None else program_shapes(found, with_keys=True))
-
-
 
 
 def lowered_graph(program: Any, module: torch.nn.Module, batch_dims: Mapping[str, int | None],
