@@ -121,9 +121,12 @@ class _State:
         self.edges: dict[tuple[int, int], list[Table]] = {}
         self.adjacent: dict[int, dict[int, None]] = {i: {} for i in range(problem.num_nodes)}
         self.memo = Memo() if memo is None else memo   # repeated layers reduce once (tables.Memo)
+        reduced: dict[tuple[int, int], tuple] = {}      # by the arrays' ids: edges of repeated layers share them
         for e, costs in enumerate(problem.edges):
-            self.add_edge(costs.src, costs.dst,
-                          EdgeLeaf(e, costs.mem, costs.time, self.memo.edge_options(costs.mem, costs.time)))
+            ids = (id(costs.mem), id(costs.time))
+            if ids not in reduced:
+                reduced[ids] = self.memo.edge_options(costs.mem, costs.time)
+            self.add_edge(costs.src, costs.dst, EdgeLeaf(e, costs.mem, costs.time, reduced[ids]))
         self.chains: list[list[int]] = []
         self.constants: list[Table] = []
         self.fixes: list[HeuristicFix] = []

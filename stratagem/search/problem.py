@@ -81,9 +81,9 @@ class CostProblem:
     def transient_values(self) -> np.ndarray:
         """Every distinct transient term, ascending (the thresholds search.ft_peak tries)."""
         arrays = list(self.node_transient) + [e.transient for e in self.edges if e.transient is not None]
-        distinct = {id(a): a for a in arrays}                # repeated layers share their arrays
-        values = np.concatenate([a.ravel() for a in distinct.values()]) if distinct else np.zeros(1)
-        return np.unique(np.concatenate([values[np.isfinite(values)], [0.0]]))
+        distinct = {id(a): a for a in arrays}                # repeated layers may share their arrays
+        values = np.concatenate([np.unique(a) for a in distinct.values()]) if distinct else np.zeros(1)
+        return np.unique(np.concatenate([values[np.isfinite(values)], [0.0]]))   # each array's few values first
 
     def within(self, threshold: float) -> "CostProblem":
         """The additive problem of the strategies whose every transient term is at most
@@ -133,3 +133,4 @@ class CostProblem:
         for assignment in itertools.product(*configs):
             for options in itertools.product(*opts):
                 yield assignment, options
+
