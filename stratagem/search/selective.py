@@ -61,7 +61,8 @@ def fewest_recomputed(ctx: PlanningContext, plan: Plan) -> Plan | None:
     count, cap = len(blocks(ctx.graph)), ctx.memory_cap_bytes
     if not plan.recompute and plan.peak_memory_bytes <= cap:
         return plan
-    peak = functools.cache(lambda k: simulated_peak_bytes(ctx, plan, k))
+    simulated = {0: plan.peak_memory_bytes} if not plan.recompute else {}   # the plan is R_0's simulation
+    peak = functools.cache(lambda k: simulated[k] if k in simulated else simulated_peak_bytes(ctx, plan, k))
     if peak(0) <= cap:
         return with_first_recomputed(ctx, plan, 0)
     if count == 0 or peak(count) > cap:

@@ -59,6 +59,22 @@ def test_the_fewest_blocks_that_fit_the_cap_are_found(gpt):
     assert fewest_recomputed(tight, plan) is None
 
 
+def test_a_plan_recomputing_nothing_is_not_simulated_again_for_k_0(gpt, monkeypatch):
+    """The plan is R_0's simulation: the search probes only other k (and finds what it did)."""
+    ctx, plan, names, runs = gpt
+    peaks = [runs[tuple(names[:k])][0] for k in range(len(names) + 1)]
+    probed = []
+
+    def counted(ctx, plan, k):
+        probed.append(k)
+        return simulated_peak_bytes(ctx, plan, k)
+
+    monkeypatch.setattr("stratagem.search.selective.simulated_peak_bytes", counted)
+    capped = context(ctx.graph, CLUSTER, DEVICES, memory_cap_bytes=peaks[2])
+    found = fewest_recomputed(capped, plan)
+    assert found.recompute == tuple(names[:2]) and probed and 0 not in probed
+
+
 def test_blocks_unlike_one_another_still_get_the_fewest_leading_blocks_that_fit():
     """The Transformer's encoder and decoder layers differ: recomputing the first k is then not
     always the leanest choice of k blocks, but the k found is the least that fits."""
