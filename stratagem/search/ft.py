@@ -23,7 +23,7 @@ every strategy on the (memory, time) frontier, each unrolled to a configuration 
             inside the space is never lost to a heuristic pick)
     linear DP over each marked chain:                                  Algorithm 3 (`_ldp`)
         CF_1 = N_1;  CF_i[p] = reduce U_k CF_{i-1}[k] (x) E_{i-1,i}[k,p] (x) N_i[p]
-    product of the chains' and fixed nodes' frontiers, then unroll every point   (`unroll`)
+    product of the chains' and fixed nodes' frontiers, then unroll every point   (`unroll_all`)
 
 The graph is treated as undirected: every elimination is exact for pairwise costs whatever the
 edge direction, and in any order. Combines are remembered by their terms' keys (`tables.Memo`,
@@ -47,7 +47,7 @@ import numpy as np
 from stratagem.search.problem import CostProblem
 from stratagem.search.progress import SILENT, Progress, phase
 from stratagem.search.tables import (
-    Combined, EdgeLeaf, Memo, NodeLeaf, Reindexed, Table, Term, Transposed, combine, digest, unroll,
+    Combined, EdgeLeaf, Memo, NodeLeaf, Reindexed, Table, Term, Transposed, combine, digest, unroll_all,
 )
 
 O0, O1 = ("o", 0), ("o", 1)
@@ -110,6 +110,9 @@ class Flattened(Table):
 
     def expand(self, index, slot):
         yield (self.child, divmod(index[0], self.inner), slot)
+
+    def children(self):
+        return (self.child,)
 
 
 class _State:
@@ -442,14 +445,11 @@ def frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions(),
                 state.heuristic()
         table = state.final()
         progress.advance(state.newly_eliminated() + len(state.nodes))
-    points = []
-    for slot in range(table.width):
-        if not np.isfinite(table.mem[slot]):
-            continue
-        nodes, opts = unroll(table, (), slot)
-        points.append(FTPoint(float(table.mem[slot]), float(table.time[slot]),
-                              tuple(nodes[i] for i in range(problem.num_nodes)),
-                              tuple(opts.get(e, 0) for e in range(len(problem.edges)))))
+    slots = [slot for slot in range(table.width) if np.isfinite(table.mem[slot])]
+    points = [FTPoint(float(table.mem[slot]), float(table.time[slot]),
+                      tuple(nodes[i] for i in range(problem.num_nodes)),
+                      tuple(opts.get(e, 0) for e in range(len(problem.edges))))
+              for slot, (nodes, opts) in zip(slots, unroll_all(table, (), slots))]
     stats = dict(state.counts, reused=state.memo.reused - reused_before,
                  computed=state.memo.computed - computed_before, chains=[len(c) for c in state.chains],
                  exact=options.memory_resolution == 0 and options.max_width is None and not state.fixes,

@@ -11,7 +11,7 @@ Every elimination and every LDP step is one call with different terms: node elim
 (Eq. 4) is terms E_hi[(o0,k)], N_i[(k,)], E_ij[(k,o1)]; edge elimination (Eq. 5) is E1[(o0,o1)],
 E2[(o0,o1)] with no k; LDP (Algorithm 3, line 6) is CF_{i-1}[(k,)], E[(k,o0)], N_i[(o0,)].
 Each result slot remembers k and the slot it used in every term (`Combined`), which is how a
-frontier point unrolls back to a configuration for every node (`unroll`).
+frontier point unrolls back to a configuration for every node (`unroll_all`).
 
 Repeated layers are reduced once (`Memo`): every table has a `key`, a digest of its content (a
 leaf's arrays) or of how it was made (a view's child key; a combine's terms' keys and index specs),
@@ -64,6 +64,10 @@ class Table:
         """Yield ("node", node, k), ("option", edge, r), ("fixed", ...) or (table, index, slot)."""
         raise NotImplementedError
 
+    def children(self) -> tuple["Table", ...]:
+        """The tables `expand` may yield (none for a leaf)."""
+        return ()
+
 
 class NodeLeaf(Table):
     def __init__(self, node: int, mem: np.ndarray, time: np.ndarray):
@@ -110,6 +114,9 @@ class Transposed(Table):
     def expand(self, index, slot):
         yield (self.child, (index[1], index[0]), slot)
 
+    def children(self):
+        return (self.child,)
+
 
 class Reindexed(Table):
     """A table whose index dim `axis` is read through `mapping` (branch elimination's q -> p)."""
@@ -127,6 +134,9 @@ class Reindexed(Table):
         mapped = list(index)
         mapped[self.axis] = int(self.mapping[index[self.axis]])
         yield (self.child, tuple(mapped), slot)
+
+    def children(self):
+        return (self.child,)
 
 
 @dataclass
@@ -153,6 +163,9 @@ class Combined(Table):
         for term, slots in zip(self.terms, self.slots):
             child_index = tuple(_resolve(s, index, k) for s in term.spec)
             yield (term.table, child_index, int(slots[index + (slot,)]))
+
+    def children(self):
+        return tuple(term.table for term in self.terms)
 
 
 def _resolve(spec_entry: Any, index: tuple[int, ...], k: int) -> int:
@@ -405,18 +418,42 @@ def _pad(a: np.ndarray, width: int, fill: float) -> np.ndarray:
     return np.concatenate([a, pad], axis=-1)
 
 
-def unroll(table: Table, index: tuple[int, ...], slot: int) -> tuple[dict[int, int], dict[int, int]]:
-    """Configurations per node and options per edge behind one slot of a table."""
-    nodes: dict[int, int] = {}
-    options: dict[int, int] = {}
-    stack = [(table, index, slot)]
+def unroll_all(table: Table, index: tuple[int, ...], slots: Sequence[int]
+               ) -> list[tuple[dict[int, int], dict[int, int]]]:
+    """Per slot of `slots`: the configuration of every node and the option of every edge behind that
+    slot of `table` at `index` (node -> k, edge -> r). Each (table, index, slot) the slots reach is
+    expanded once for all of them: tables are visited parents first (a reverse postorder of the
+    table graph), so every slot that reaches one has arrived before it is expanded. A frontier's
+    points share most of their choices (they part at a few nodes), so this expands a fraction of
+    what unrolling each point alone does (tests/search/test_tables.py compares the two)."""
+    found: list[tuple[dict[int, int], dict[int, int]]] = [({}, {}) for _ in slots]
+    pending: dict[int, dict[tuple[tuple[int, ...], int], list[int]]] = {id(table): {}}
+    for p, slot in enumerate(slots):
+        pending[id(table)].setdefault((index, slot), []).append(p)
+    for current in _parents_first(table):
+        for (idx, s), points in pending.pop(id(current), {}).items():
+            for item in current.expand(idx, s):
+                if item[0] == "node" or item[0] == "option":
+                    for p in points:
+                        found[p][item[0] == "option"][item[1]] = int(item[2])
+                else:
+                    child, child_index, child_slot = item
+                    pending.setdefault(id(child), {}).setdefault((child_index, child_slot), []).extend(points)
+    return found
+
+
+def _parents_first(root: Table) -> list[Table]:
+    """The tables reachable from `root`, each after every table that yields it (reverse postorder)."""
+    order: list[Table] = []
+    seen = {id(root)}
+    stack: list[tuple[Table, Iterator[Table]]] = [(root, iter(root.children()))]
     while stack:
-        current, idx, s = stack.pop()
-        for item in current.expand(idx, s):
-            if item[0] == "node":
-                nodes[item[1]] = int(item[2])
-            elif item[0] == "option":
-                options[item[1]] = int(item[2])
-            else:
-                stack.append(item)
-    return nodes, options
+        current, children = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            order.append(current)
+        elif id(child) not in seen:
+            seen.add(id(child))
+            stack.append((child, iter(child.children())))
+    return order[::-1]

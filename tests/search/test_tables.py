@@ -1,9 +1,17 @@
-"""Frontier tables' keys (search.tables): equal exactly for equal arrays, which is what lets the
-memo reuse a repeated layer's reductions (FT itself: test_ft.py)."""
+"""Frontier tables (search.tables): keys equal exactly for equal arrays, which is what lets the memo
+reuse a repeated layer's reductions; unrolling every point at once gives what unrolling each alone
+does (FT itself: test_ft.py)."""
 
 import numpy as np
+from hypothesis import given, settings, strategies as st
 
-from stratagem.search.tables import content_key
+from stratagem.frontend import zoo
+from stratagem.search import ft
+from stratagem.search.context import context
+from stratagem.search.ft import FTOptions
+from stratagem.search.space import build_search_space
+from stratagem.search.tables import content_key, unroll_all
+from tests.search.test_ft import problems
 
 
 def test_content_key_is_equal_for_equal_arrays_only():
@@ -21,3 +29,54 @@ def test_content_key_is_equal_for_equal_arrays_only():
     assert content_key(mem.astype(np.float32), time.astype(np.float32)) != key
     ints = np.arange(24, dtype=np.int64).reshape(2, 3, 4)
     assert content_key(ints, ints) != content_key(ints.view(np.float64), ints.view(np.float64))
+
+
+def _unrolled_alone(table, index, slot):
+    """The oracle: one slot's facts by a plain depth-first walk of `expand`."""
+    nodes, options, stack = {}, {}, [(table, index, slot)]
+    while stack:
+        current, idx, s = stack.pop()
+        for item in current.expand(idx, s):
+            if item[0] == "node":
+                nodes[item[1]] = int(item[2])
+            elif item[0] == "option":
+                options[item[1]] = int(item[2])
+            else:
+                stack.append(item)
+    return nodes, options
+
+
+@settings(max_examples=60, deadline=None)
+@given(problems(max_nodes=8, max_configs=4), st.sampled_from([None, 2]))
+def test_unrolling_every_slot_together_gives_each_slot_alone(problem, max_width):
+    """FT's last table on random problems (branch and heuristic eliminations included, thinned or
+    not): every slot's nodes and options are the plain walk's."""
+    table = _last_table(problem, FTOptions(workers=1, max_width=max_width, branch_limit=4))
+    slots = [s for s in range(table.width) if np.isfinite(table.mem[s])]
+    assert unroll_all(table, (), slots) == [_unrolled_alone(table, (), s) for s in slots]
+
+
+def test_unrolling_a_real_frontier_gives_each_slot_alone():
+    """gpt-tiny's space at 8 devices: hubs fixed, chains folded, repeated blocks reused."""
+    space = build_search_space(context(zoo.build("gpt-tiny"), "a100-1x8", 8).model)
+    table = _last_table(space.problem, FTOptions(workers=1, max_width=16, hub_span=24))
+    slots = [s for s in range(table.width) if np.isfinite(table.mem[s])]
+    assert len(slots) > 1
+    assert unroll_all(table, (), slots) == [_unrolled_alone(table, (), s) for s in slots]
+
+
+def _last_table(problem, options):
+    """The table FT unrolls its points from (search.ft.frontier_tracking's `state.final()`)."""
+    captured = []
+    original = ft.unroll_all
+
+    def capturing(table, index, slots):
+        captured.append(table)
+        return original(table, index, slots)
+
+    ft.unroll_all = capturing
+    try:
+        ft.frontier_tracking(problem, options)
+    finally:
+        ft.unroll_all = original
+    return captured[-1]
