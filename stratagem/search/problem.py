@@ -133,4 +133,3 @@ class CostProblem:
         for assignment in itertools.product(*configs):
             for options in itertools.product(*opts):
                 yield assignment, options
-

@@ -27,7 +27,6 @@ search finds the k that trying every k finds.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from dataclasses import replace
@@ -61,8 +60,13 @@ def fewest_recomputed(ctx: PlanningContext, plan: Plan) -> Plan | None:
     count, cap = len(blocks(ctx.graph)), ctx.memory_cap_bytes
     if not plan.recompute and plan.peak_memory_bytes <= cap:
         return plan
-    simulated = {0: plan.peak_memory_bytes} if not plan.recompute else {}   # the plan is R_0's simulation
-    peak = functools.cache(lambda k: simulated[k] if k in simulated else simulated_peak_bytes(ctx, plan, k))
+    known = {0: plan.peak_memory_bytes} if not plan.recompute else {}   # the plan is R_0's simulation
+
+    def peak(k: int) -> float:
+        if k not in known:
+            known[k] = simulated_peak_bytes(ctx, plan, k)
+        return known[k]
+
     if peak(0) <= cap:
         return with_first_recomputed(ctx, plan, 0)
     if count == 0 or peak(count) > cap:

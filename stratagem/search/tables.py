@@ -433,9 +433,10 @@ def unroll_all(table: Table, index: tuple[int, ...], slots: Sequence[int]
     for current in _parents_first(table):
         for (idx, s), points in pending.pop(id(current), {}).items():
             for item in current.expand(idx, s):
-                if item[0] == "node" or item[0] == "option":
+                if item[0] in ("node", "option"):
+                    facts = 0 if item[0] == "node" else 1      # found[p] is (nodes, options)
                     for p in points:
-                        found[p][item[0] == "option"][item[1]] = int(item[2])
+                        found[p][facts][item[1]] = int(item[2])
                 else:
                     child, child_index, child_slot = item
                     pending.setdefault(id(child), {}).setdefault((child_index, child_slot), []).extend(points)
