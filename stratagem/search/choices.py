@@ -4,7 +4,8 @@
                   with the default SpaceOptions, FlexFlow's whole SOAP space, sub-blocks of
                   devices (operator parallelism) included                          `op_space`
     group space   one variable per coarsened group (Tofu §5.1, `search.coarsen`); a choice sets
-                  the anchor's configuration and every follower's derived one    `group_space`
+                  the anchor's configuration and every follower's derived one (partial sums
+                  all-reduced or reduce-scattered: `search.space.group_variants`) `group_space`
 
 A strategy is an assignment (one choice index per variable); `ChoiceSpace.strategy` turns it
 into a configuration per op, `ChoiceSpace.changes` gives the ops one variable's choice sets (what
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 
 from stratagem.errors import ConfigError
 from stratagem.search.coarsen import Group, coarsen
-from stratagem.search.space import member_configs
+from stratagem.search.space import group_variants
 from stratagem.space import Configuration, SpaceOptions
 
 
@@ -100,9 +101,8 @@ def group_space(model, options: SpaceOptions = SpaceOptions(), groups: tuple[Gro
     groups = groups or coarsen(model.graph, model.analyses)
     variables = []
     for group in groups:
-        anchor_configs = model.configurations(group.anchor, options)
-        members = member_configs(model, group, anchor_configs)
-        choices = tuple(tuple(members[op][k] for op in group.members) for k in range(len(anchor_configs)))
+        configs, members = group_variants(model, group, model.configurations(group.anchor, options))
+        choices = tuple(tuple(members[op][k] for op in group.members) for k in range(len(configs)))
         variables.append(Variable(group.anchor, group.members, choices))
     return ChoiceSpace(tuple(variables), f"coarsened groups, {_describe(options)}")
 

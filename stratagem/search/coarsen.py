@@ -11,7 +11,10 @@ Two rules, each restricting the space to the configurations real systems use:
    configuration is derived from the group's (`derive_follower_config`): per mesh axis, an input
    S(d) makes it split the index that reads dim d (if none does, it replicates that axis: an
    all-gather); R makes it replicate; P(sum) makes it replicate too (an all-reduce: elementwise ops
-   do not pass partial sums through).
+   do not pass partial sums through), or, in the group's scattering variant (`scatter=True`), split
+   the outermost index no other axis splits (a reduce-scatter into a shard, as Megatron-LM's
+   sequence parallelism does after a row-parallel matmul; `search.space.group_variants` offers
+   both where they differ).
 2. Shared weights. Ops reading the same weight with identical signatures (unrolled RNN timesteps)
    share one configuration (Tofu: "merging unrolled timesteps").
 
@@ -97,17 +100,39 @@ def _follower_source(graph: Graph, op: Op, analyses: AnalysisCache) -> str | Non
 
 
 def derive_follower_config(graph: Graph, analyses: AnalysisCache, follower: Op, tensor: str,
-                           source: Configuration, source_placements: tuple) -> Configuration:
-    """The follower's configuration that reads `tensor` as laid out by its producer (see rule 1)."""
+                           source: Configuration, source_placements: tuple, scatter: bool = False
+                           ) -> Configuration:
+    """The follower's configuration that reads `tensor` as laid out by its producer (see rule 1);
+    with `scatter`, a partial sum is reduce-scattered into a split of the follower where one is
+    valid (and all-reduced otherwise)."""
     analysis = analyses[follower.name]
     index = follower.inputs.index(tensor)
-    levels = []
-    for level, placement in zip(source.levels, source_placements):
-        dim = _dim_reading(analysis, index, placement, source.degree(level.dim) if level.dim else 1)
-        levels.append(Level(dim, level.size))
-    candidate = Configuration(tuple(levels), source.first_device)
-    return candidate if _valid(analysis, candidate) else Configuration(
-        (Level(None, source.num_devices),), source.first_device)
+    dims = [_dim_reading(analysis, index, placement, source.degree(level.dim) if level.dim else 1)
+            for level, placement in zip(source.levels, source_placements)]
+    plain = _with_dims(source, dims)
+    if not _valid(analysis, plain):
+        return Configuration((Level(None, source.num_devices),), source.first_device)
+    if not scatter or not any(isinstance(p, Partial) for p in source_placements):
+        return plain
+    scattered = _with_dims(source, _scattered(analysis, dims, source.levels, source_placements))
+    return scattered if _valid(analysis, scattered) else plain
+
+
+def _with_dims(source: Configuration, dims: list) -> Configuration:
+    return Configuration(tuple(Level(d, level.size) for d, level in zip(dims, source.levels)),
+                         source.first_device)
+
+
+def _scattered(analysis, dims: list, levels: tuple, placements: tuple) -> list:
+    """`dims` with each axis that holds a partial sum splitting the outermost index of the
+    follower that no other axis splits and that divides evenly (None where none does)."""
+    out = list(dims)
+    for axis, (level, placement) in enumerate(zip(levels, placements)):
+        if not isinstance(placement, Partial):
+            continue
+        out[axis] = next((d.name for d in analysis.dims if not d.is_reduction and d.name not in out
+                          and d.size % level.size == 0 and analysis.can_split(d.name, level.size)), None)
+    return out
 
 
 def _dim_reading(analysis, input_index: int, placement, degree: int) -> str | None:

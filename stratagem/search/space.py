@@ -2,7 +2,9 @@
 
     groups      = coarsen(graph)                                   (search.coarsen, Tofu §5.1)
     configs[g]  = configurations of g's anchor                     (space.enumerate_configurations)
-    member(g, k)= each member's configuration under anchor config k (derive_follower_config)
+    member(g, k)= each member's configuration under anchor config k (derive_follower_config);
+                  where a follower reads a partial sum, k comes twice: all-reduced into a
+                  replicated follower, then reduce-scattered into a split one (group_variants)
     node cost   = sum over members of op_cost (m = m_p + m_t, t = t_c + t_s; TensorOpt Eq. 1)
                   + re-scheduling inside the group and from the data loader
     edge cost   = per pair (k, p) and reuse option r: edge_cost between the members the edge joins
@@ -122,7 +124,7 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
         configs = tuple(_configurations(model, group.anchor, options) for group in groups)
         flags = flagged_tensors(model, groups, group_of)
         twin = twins(model, groups, configs, flags)
-        members = _member_configs(model, groups, configs, twin)
+        configs, members = _member_configs(model, groups, configs, twin)
         if options.state_sharding:
             configs, members = zip(*(group_states(model, group, cfgs, found, options.offload)
                                      for group, cfgs, found in zip(groups, configs, members)))
@@ -138,15 +140,20 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
     return SearchSpace(groups, configs, members, problem, tuple(cross), flags, levels)
 
 
-def _member_configs(model, groups, configs, twin) -> tuple[dict[str, tuple[Configuration, ...]], ...]:
-    """Each member's configuration per group configuration; a twin's (search.repeats) by position."""
+def _member_configs(model, groups, configs, twin):
+    """Each group's configurations (search.space.group_variants) and each member's configuration
+    per group configuration; a twin's (search.repeats) by position."""
+    variants: list[tuple] = []
     members: list[dict[str, tuple[Configuration, ...]]] = []
     for g, (group, cfgs) in enumerate(zip(groups, configs)):
         if twin[g] < g:
+            variants.append(variants[twin[g]])
             members.append(renamed(members[twin[g]], groups[twin[g]], group))
         else:
-            members.append(member_configs(model, group, cfgs))
-    return tuple(members)
+            found, per_member = group_variants(model, group, cfgs)
+            variants.append(found)
+            members.append(per_member)
+    return tuple(variants), tuple(members)
 
 
 def _node_tables(model, groups, configs, members, flags, group_of, twin, progress: Progress):
@@ -234,7 +241,31 @@ def group_states(model, group: Group, configs: tuple[Configuration, ...],
     return tuple(out), {name: tuple(found) for name, found in per_member.items()}
 
 
-def member_configs(model, group: Group, anchor_configs) -> dict[str, tuple[Configuration, ...]]:
+def group_variants(model, group: Group, anchor_configs
+                   ) -> tuple[tuple[Configuration, ...], dict[str, tuple[Configuration, ...]]]:
+    """The group's configurations and each member's under them: every anchor configuration with
+    its followers derived (`member_configs`), then again with partial sums reduce-scattered into
+    split followers where that differs (search.coarsen, rule 1): the all-reduce keeps a follower
+    replicated, which readers that need the whole tensor take for free; the reduce-scatter moves
+    half the bytes and splits the follower's work and memory, and readers that need the whole
+    tensor gather it."""
+    plain = member_configs(model, group, anchor_configs)
+    scattered = member_configs(model, group, anchor_configs, scatter=True)
+    configs: list[Configuration] = []
+    per_member: dict[str, list[Configuration]] = {name: [] for name in plain}
+    for k, config in enumerate(anchor_configs):
+        differs = any(scattered[name][k] != plain[name][k] for name in plain)
+        for found in (plain, scattered) if differs else (plain,):
+            configs.append(config)
+            for name, chosen in per_member.items():
+                chosen.append(found[name][k])
+    return tuple(configs), {name: tuple(found) for name, found in per_member.items()}
+
+
+def member_configs(model, group: Group, anchor_configs, scatter: bool = False
+                   ) -> dict[str, tuple[Configuration, ...]]:
+    """Each member's configuration per anchor configuration; with `scatter`, followers reading a
+    partial sum take a split (search.coarsen.derive_follower_config)."""
     graph = model.graph
     derived: dict[str, tuple[Configuration, ...]] = {group.anchor: tuple(anchor_configs)}
     for name in group.members[1:]:
@@ -247,7 +278,7 @@ def member_configs(model, group: Group, anchor_configs) -> dict[str, tuple[Confi
         for src_config in derived[source]:
             placements = model.layout(source, src_config).outputs
             per_config.append(derive_follower_config(graph, model.analyses, op, tensor, src_config,
-                                                     placements))
+                                                     placements, scatter))
         derived[name] = tuple(per_config)
     return derived
 
@@ -348,4 +379,4 @@ def additive_cost(model, strategy: Mapping[str, Configuration], terms: Sequence[
     return mem + plan_transient(model, strategy, terms)[0], time
 
 
-__all__ = ["FT_SPACE", "SearchSpace", "additive_cost", "build_search_space", "member_configs", "Role"]
+__all__ = ["FT_SPACE", "SearchSpace", "additive_cost", "build_search_space", "group_variants", "member_configs", "Role"]

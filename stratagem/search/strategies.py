@@ -93,21 +93,35 @@ def tensor_parallel_strategy(ctx, tensor: int) -> dict[str, Configuration]:
 
 def _following(ctx, op, strategy: dict[str, Configuration], tensor: int) -> Configuration | None:
     """The configuration that reads, as it is laid out, the latest input split over the tensor axis."""
-    graph = ctx.graph
+    graph, data = ctx.graph, ctx.num_devices // tensor
     for t in sorted((t for t in op.inputs if t in graph.producer and graph.producer[t].name in strategy),
                     key=lambda t: -graph.op_index[graph.producer[t].name]):
         source = graph.producer[t].name
         config = strategy[source]
+        axis = _tensor_axis(config, data, tensor)
         placements = ctx.model.layout(source, config).outputs
-        if len(config.levels) != 2 or config.levels[1].size != tensor or not isinstance(placements[1], Shard):
+        if axis is None or not isinstance(placements[axis], Shard):
             continue
         if op.kind in FULLY_CONNECTED:          # row parallel: the reduction that reads the split
-            row = _row_parallel(ctx, op, t, placements[1], config.levels[0].size, tensor)
+            row = _row_parallel(ctx, op, t, placements[axis], data, tensor)
             if row is not None:
                 return row
         follower = derive_follower_config(graph, ctx.model.analyses, op, t, config, placements)
-        if any(level.dim is not None and level.size == tensor for level in follower.levels[1:]):
+        found = _tensor_axis(follower, data, tensor)
+        if found is not None and follower.levels[found].dim is not None:
             return follower
+    return None
+
+
+def _tensor_axis(config: Configuration, data: int, tensor: int) -> int | None:
+    """Which of `config`'s levels is the (data, tensor) mesh's tensor axis: the second, or the only
+    one when the data axis has one device (a level of size 1 is dropped); None when the
+    configuration is not on that mesh."""
+    levels = config.levels
+    if len(levels) == 2 and levels[0].size == data and levels[1].size == tensor:
+        return 1
+    if len(levels) == 1 and data == 1 and levels[0].size == tensor:
+        return 0
     return None
 
 

@@ -1,9 +1,13 @@
-"""Coarsening (Tofu §5.1): which op a follower follows when its inputs broadcast."""
+"""Coarsening (Tofu §5.1): which op a follower follows when its inputs broadcast, and how a follower
+of a partial sum is laid out (all-reduced, or reduce-scattered into a split)."""
 
 from __future__ import annotations
 
+from stratagem.cost.model import CostModel
 from stratagem.ir import Graph, Op, Role, TensorSpec
-from stratagem.search.coarsen import coarsen
+from stratagem.search.coarsen import Group, coarsen
+from stratagem.search.space import group_variants, member_configs
+from stratagem.space import Configuration, Level, Shard
 
 
 def group_of(graph: Graph) -> dict[str, str]:
@@ -40,3 +44,45 @@ def test_an_op_whose_inputs_all_broadcast_leads_its_own_group():
            Op("after", "relu", ("out",), ("y",))]
     groups = group_of(Graph.build("masks", tensors, ops, ["y"]))
     assert groups["fill"] == "fill" and groups["after"] == "fill"
+
+
+def row_parallel(devices: int) -> tuple[CostModel, Group]:
+    """A linear whose output a residual add and a relu follow (one group)."""
+    tensors = [TensorSpec("x", (8, 4, 6), role=Role.INPUT, sample_dim=0),
+               TensorSpec("r", (8, 4, 6), role=Role.INPUT, sample_dim=0),
+               TensorSpec("w", (6, 6), role=Role.WEIGHT),
+               TensorSpec("h", (8, 4, 6), sample_dim=0),
+               TensorSpec("s", (8, 4, 6), sample_dim=0),
+               TensorSpec("y", (8, 4, 6), sample_dim=0)]
+    ops = [Op("proj", "linear", ("x", "w"), ("h",)), Op("add", "add", ("h", "r"), ("s",)),
+           Op("act", "relu", ("s",), ("y",))]
+    model = CostModel(Graph.build("row", tensors, ops, ["y"]), f"cpu-1x{devices}", num_devices=devices)
+    (group,) = coarsen(model.graph, model.analyses)
+    return model, group
+
+
+def reduction(model: CostModel) -> str:
+    return next(d.name for d in model.analyses["proj"].dims if d.is_reduction)
+
+
+def test_a_partial_sum_is_all_reduced_or_reduce_scattered_into_the_outermost_free_index():
+    model, group = row_parallel(4)
+    k = reduction(model)
+    split_k = Configuration((Level(k, 4),))
+    plain = member_configs(model, group, [split_k])
+    scattered = member_configs(model, group, [split_k], scatter=True)
+    assert plain["add"] == (Configuration((Level(None, 4),)),)
+    assert scattered["add"] == scattered["act"] == (Configuration((Level("d0", 4),)),)
+    # the batch already split over the first axis: the partial axis takes the next index
+    batch_then_k = Configuration((Level("b", 2), Level(k, 2)))
+    (after,) = member_configs(model, group, [batch_then_k], scatter=True)["add"]
+    assert after == Configuration((Level("d0", 2), Level("d1", 2)))
+    assert model.layout("add", after).inputs[0] == (Shard(0), Shard(1))
+
+
+def test_the_group_offers_both_only_where_a_follower_reads_a_partial_sum():
+    model, group = row_parallel(4)
+    anchors = (Configuration((Level("b", 4),)), Configuration((Level(reduction(model), 4),)))
+    configs, members = group_variants(model, group, anchors)
+    assert configs == (anchors[0], anchors[1], anchors[1])
+    assert members["add"][1] != members["add"][2] and members["act"][2] == members["add"][2]
