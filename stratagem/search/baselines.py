@@ -10,7 +10,8 @@ against them); their strategies are built in search.strategies.
                     (search.selective); offload=True keeps the shards in host memory, the
                     optimizer stepping on the host CPU (FSDP2's CPUOffloadPolicy)
     fsdp-tp         what practitioners configure for LLMs (torchtitan's FSDP + TP): Megatron's
-                    tensor parallelism within a node, FSDP over the data-parallel axis, every block
+                    tensor parallelism within a node (with sequence parallelism, as torchtitan's),
+                    FSDP over the data-parallel axis, every block
                     recomputed (recompute_to_fit=True: the fewest leading blocks that fit)
     model-parallel  layers to devices: contiguous runs of whole ops, balanced by compute time
     owt             Krizhevsky's one weird trick: data parallel, fully-connected layers split
@@ -91,6 +92,10 @@ class FSDPTPOptions:
     reshard_after_forward: bool = field(default=True, metadata={"help": "as fsdp's"})
     recompute_to_fit: bool = field(default=False, metadata={"help": TO_FIT_HELP})
     offload: bool = field(default=False, metadata={"help": OFFLOAD_HELP})
+    sequence_parallel: bool = field(default=True, metadata={
+        "help": "split the sequence over the tensor axis between a row-parallel linear and the next "
+                "column-parallel one (reduce-scatter, then all-gather, instead of an all-reduce), as "
+                "torchtitan's tensor parallelism does"})
 
 
 class TooManyLayouts(StratagemError):
@@ -112,7 +117,7 @@ def fsdp_tp(ctx: PlanningContext, options: FSDPTPOptions = FSDPTPOptions()) -> P
         raise StratagemError("tensor-parallel width does not divide the devices",
                              expected=f"a divisor of {ctx.num_devices}", got=str(tensor))
     state = weight_state(options)
-    return _recomputed(ctx, lambda c: with_sharded_state(c, tensor_parallel_strategy(c, tensor), state), "fsdp-tp",
+    return _recomputed(ctx, lambda c: with_sharded_state(c, tensor_parallel_strategy(c, tensor, options.sequence_parallel), state), "fsdp-tp",
                        options)
 
 

@@ -11,7 +11,11 @@ pass: each a function of the planning context, nothing priced or simulated here.
                              data axis; over the tensor axis a fully-connected layer reading a whole
                              input splits its output features (column parallel), an op reading an
                              input split there follows the split (a linear: its reduction, row
-                             parallel; attention: its heads), the rest replicate
+                             parallel; attention: its heads), the rest replicate; with sequence
+                             parallelism (torchtitan's default), the elementwise ops after a
+                             row-parallel linear split the sequence instead (its partial sum
+                             reduce-scattered), the ops reading them follow, and the next
+                             column-parallel linear gathers its input
     mesh_tf_strategies       Mesh-TensorFlow's layouts: one mesh for every op, a logical dim split
                              the same way everywhere (TensorOpt §4.2); ops with no dims (scalars)
                              replicated over the mesh
@@ -22,8 +26,8 @@ from __future__ import annotations
 import itertools
 
 from stratagem.cost.weight_state import can_shard_state
-from stratagem.search.coarsen import derive_follower_config
-from stratagem.space import Configuration, Level, Shard, layout, ordered_factorizations
+from stratagem.search.coarsen import derive_follower_config, is_follower_kind
+from stratagem.space import Configuration, Level, Partial, Shard, layout, ordered_factorizations
 
 
 def valid(analysis, config: Configuration) -> bool:
@@ -72,17 +76,21 @@ def with_sharded_state(ctx, strategy: dict[str, Configuration], state: str = "sh
 FULLY_CONNECTED = ("linear", "addmm", "mm", "matmul")
 
 
-def tensor_parallel_strategy(ctx, tensor: int) -> dict[str, Configuration]:
+def tensor_parallel_strategy(ctx, tensor: int, sequence_parallel: bool = False) -> dict[str, Configuration]:
     """Megatron-LM's intra-layer model parallelism (Shoeybi et al. 2019, §3) over a `tensor`-wide
     inner mesh axis, data parallelism over the outer one (module docstring). Each op in program
     order: follow an input split over the tensor axis (search.coarsen.derive_follower_config),
-    else column-parallel for a fully-connected layer, else replicated over the tensor axis."""
+    else column-parallel for a fully-connected layer, else replicated over the tensor axis. With
+    `sequence_parallel` (Korthikanti et al. 2022), an elementwise op reading a row-parallel
+    linear's partial sum splits the outermost index the data axis leaves (the sequence: a
+    reduce-scatter where Megatron-LM without it all-reduces), and so do the ops after it up to the
+    next fully-connected layer, which gathers its input and splits its output features."""
     data = ctx.num_devices // tensor
     strategy: dict[str, Configuration] = {}
     for op in ctx.graph.ops:
         analysis = ctx.model.analyses[op.name]
         batch = batch_dim(analysis)
-        found = _following(ctx, op, strategy, tensor)
+        found = _following(ctx, op, strategy, tensor, sequence_parallel)
         if found is None and op.kind in FULLY_CONNECTED:
             params = [d.name for d in analysis.dims if d.kind == "parameter" and d.splittable]
             found = _checked(analysis, Configuration((Level(batch, data), Level(params[0], tensor)))) if params else None
@@ -91,8 +99,10 @@ def tensor_parallel_strategy(ctx, tensor: int) -> dict[str, Configuration]:
     return strategy
 
 
-def _following(ctx, op, strategy: dict[str, Configuration], tensor: int) -> Configuration | None:
-    """The configuration that reads, as it is laid out, the latest input split over the tensor axis."""
+def _following(ctx, op, strategy: dict[str, Configuration], tensor: int, sequence_parallel: bool
+               ) -> Configuration | None:
+    """The configuration that reads, as it is laid out, the latest input split over the tensor
+    axis (or, with `sequence_parallel`, summed partially there and read by an elementwise op)."""
     graph, data = ctx.graph, ctx.num_devices // tensor
     for t in sorted((t for t in op.inputs if t in graph.producer and graph.producer[t].name in strategy),
                     key=lambda t: -graph.op_index[graph.producer[t].name]):
@@ -100,13 +110,17 @@ def _following(ctx, op, strategy: dict[str, Configuration], tensor: int) -> Conf
         config = strategy[source]
         axis = _tensor_axis(config, data, tensor)
         placements = ctx.model.layout(source, config).outputs
-        if axis is None or not isinstance(placements[axis], Shard):
+        if axis is None:
+            continue
+        scatter = sequence_parallel and isinstance(placements[axis], Partial) \
+            and is_follower_kind(op, ctx.model.analyses)
+        if not scatter and not isinstance(placements[axis], Shard):
             continue
         if op.kind in FULLY_CONNECTED:          # row parallel: the reduction that reads the split
             row = _row_parallel(ctx, op, t, placements[axis], data, tensor)
-            if row is not None:
-                return row
-        follower = derive_follower_config(graph, ctx.model.analyses, op, t, config, placements)
+            if row is not None or sequence_parallel:
+                return row                      # (None: column parallel, gathering the sequence)
+        follower = derive_follower_config(graph, ctx.model.analyses, op, t, config, placements, scatter)
         found = _tensor_axis(follower, data, tensor)
         if found is not None and follower.levels[found].dim is not None:
             return follower

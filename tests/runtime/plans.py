@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
+from stratagem.cost.edgecost import build_edge_cost
 from stratagem.frontend import zoo
 from stratagem.plan import Plan
 from stratagem.search import registry
@@ -27,3 +28,11 @@ def saved(directory: Path, model: str, algorithm: str, devices: int) -> Path:
     if not path.exists():
         plan(model, algorithm, devices).save(path)
     return path
+
+
+def reduce_scatters(ctx, strategy) -> int:
+    """How many edges of the strategy move a partial sum with a reduce-scatter in forward."""
+    model = ctx.model
+    return sum(any(step.kind == "reduce_scatter" for step in build_edge_cost(
+        model, edge.tensor, edge.src_op, strategy[edge.src_op], edge.dst_op, strategy[edge.dst_op]).forward_steps)
+        for edge in model.edges() if edge.src_op is not None)

@@ -1,13 +1,13 @@
 """Partial sums reduce-scattered into split followers (search.coarsen rule 1's scattering variant,
 Megatron-LM's sequence parallelism after a row-parallel matmul) train as one process does on 2
-gloo ranks: the elementwise ops after each row-parallel linear of fsdp-tp's plan split the
-sequence instead of replicating it."""
+gloo ranks: the elementwise ops after each row-parallel linear of fsdp-tp's plan without sequence
+parallelism, derived again as FT's groups derive them when they scatter, split instead of
+replicating (fsdp-tp's own sequence parallelism: test_practitioners)."""
 
 from __future__ import annotations
 
 import pytest
 
-from stratagem.cost.edgecost import build_edge_cost
 from stratagem.cost.recompute import blocks
 from stratagem.frontend import zoo
 from stratagem.runtime.session import RunOptions, run_plans
@@ -16,7 +16,7 @@ from stratagem.search.coarsen import coarsen
 from stratagem.search.context import context, make_plan
 from stratagem.search.space import member_configs
 
-from .plans import BATCH
+from .plans import BATCH, reduce_scatters
 
 pytestmark = pytest.mark.numerics
 
@@ -34,19 +34,11 @@ def scattered(ctx, plan):
     return strategy
 
 
-def reduce_scatters(ctx, strategy) -> int:
-    """How many edges of the strategy move a partial sum with a reduce-scatter in forward."""
-    model = ctx.model
-    return sum(any(step.kind == "reduce_scatter" for step in build_edge_cost(
-        model, edge.tensor, edge.src_op, strategy[edge.src_op], edge.dst_op, strategy[edge.dst_op]).forward_steps)
-        for edge in model.edges() if edge.src_op is not None)
-
-
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     directory = tmp_path_factory.mktemp("scatter")
     ctx = context(zoo.build("gpt-tiny-tiny", batch_size=BATCH), f"cpu-1x{DEVICES}", DEVICES)
-    plain = registry.run(ctx, "fsdp-tp", {})
+    plain = registry.run(ctx, "fsdp-tp", {"sequence_parallel": False})
     plan = make_plan(ctx, scattered(ctx, plain), "fsdp-tp+scatter")
     path = directory / "scattered.json"
     plan.save(path)
@@ -61,8 +53,9 @@ def test_the_scattered_plan_trains_as_one_process_does(run):
 
 
 def test_the_plan_reduce_scatters_where_the_practitioners_all_reduce(run):
-    """Guard against a vacuous check: fsdp-tp's plan moves no partial sum by reduce-scatter, the
-    scattered one does on each row-parallel linear's output (attention's and the MLP's, per block)."""
+    """Guard against a vacuous check: fsdp-tp's plan without sequence parallelism moves no partial
+    sum by reduce-scatter, the scattered one does on each row-parallel linear's output (attention's
+    and the MLP's, per block)."""
     ctx, plain, plan, _ = run
     assert reduce_scatters(ctx, plain.strategy) == 0
     assert reduce_scatters(ctx, plan.strategy) >= 2 * len(blocks(ctx.graph))
