@@ -5,7 +5,8 @@
                   devices (operator parallelism) included                          `op_space`
     group space   one variable per coarsened group (Tofu §5.1, `search.coarsen`); a choice sets
                   the anchor's configuration and every follower's derived one (partial sums
-                  all-reduced or reduce-scattered: `search.space.group_variants`) `group_space`
+                  all-reduced, or also reduce-scattered with SpaceOptions.scatter_partial_sums:
+                  `search.space.group_variants`)                                  `group_space`
 
 A strategy is an assignment (one choice index per variable); `ChoiceSpace.strategy` turns it
 into a configuration per op, `ChoiceSpace.changes` gives the ops one variable's choice sets (what
@@ -101,7 +102,8 @@ def group_space(model, options: SpaceOptions = SpaceOptions(), groups: tuple[Gro
     groups = groups or coarsen(model.graph, model.analyses)
     variables = []
     for group in groups:
-        configs, members = group_variants(model, group, model.configurations(group.anchor, options))
+        configs, members = group_variants(model, group, model.configurations(group.anchor, options),
+                                          options.scatter_partial_sums)
         choices = tuple(tuple(members[op][k] for op in group.members) for k in range(len(configs)))
         variables.append(Variable(group.anchor, group.members, choices))
     return ChoiceSpace(tuple(variables), f"coarsened groups, {_describe(options)}")

@@ -3,8 +3,9 @@
     groups      = coarsen(graph)                                   (search.coarsen, Tofu §5.1)
     configs[g]  = configurations of g's anchor                     (space.enumerate_configurations)
     member(g, k)= each member's configuration under anchor config k (derive_follower_config);
-                  where a follower reads a partial sum, k comes twice: all-reduced into a
-                  replicated follower, then reduce-scattered into a split one (group_variants)
+                  with SpaceOptions.scatter_partial_sums, where a follower reads a partial sum,
+                  k comes twice: all-reduced into a replicated follower, then reduce-scattered
+                  into a split one (group_variants)
     node cost   = sum over members of op_cost (m = m_p + m_t, t = t_c + t_s; TensorOpt Eq. 1)
                   + re-scheduling inside the group and from the data loader
     edge cost   = per pair (k, p) and reuse option r: edge_cost between the members the edge joins
@@ -124,7 +125,7 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
         configs = tuple(_configurations(model, group.anchor, options) for group in groups)
         flags = flagged_tensors(model, groups, group_of)
         twin = twins(model, groups, configs, flags)
-        configs, members = _member_configs(model, groups, configs, twin)
+        configs, members = _member_configs(model, groups, configs, twin, options.scatter_partial_sums)
         if options.state_sharding:
             configs, members = zip(*(group_states(model, group, cfgs, found, options.offload)
                                      for group, cfgs, found in zip(groups, configs, members)))
@@ -140,9 +141,10 @@ def build_search_space(model, options: SpaceOptions = FT_SPACE, coarsening: bool
     return SearchSpace(groups, configs, members, problem, tuple(cross), flags, levels)
 
 
-def _member_configs(model, groups, configs, twin):
-    """Each group's configurations (search.space.group_variants) and each member's configuration
-    per group configuration; a twin's (search.repeats) by position."""
+def _member_configs(model, groups, configs, twin, scatter: bool):
+    """Each group's configurations (search.space.group_variants, scattering partial sums where
+    `scatter`) and each member's configuration per group configuration; a twin's
+    (search.repeats) by position."""
     variants: list[tuple] = []
     members: list[dict[str, tuple[Configuration, ...]]] = []
     for g, (group, cfgs) in enumerate(zip(groups, configs)):
@@ -150,7 +152,7 @@ def _member_configs(model, groups, configs, twin):
             variants.append(variants[twin[g]])
             members.append(renamed(members[twin[g]], groups[twin[g]], group))
         else:
-            found, per_member = group_variants(model, group, cfgs)
+            found, per_member = group_variants(model, group, cfgs, scatter)
             variants.append(found)
             members.append(per_member)
     return tuple(variants), tuple(members)
@@ -241,15 +243,17 @@ def group_states(model, group: Group, configs: tuple[Configuration, ...],
     return tuple(out), {name: tuple(found) for name, found in per_member.items()}
 
 
-def group_variants(model, group: Group, anchor_configs
+def group_variants(model, group: Group, anchor_configs, scatter: bool = True
                    ) -> tuple[tuple[Configuration, ...], dict[str, tuple[Configuration, ...]]]:
     """The group's configurations and each member's under them: every anchor configuration with
-    its followers derived (`member_configs`), then again with partial sums reduce-scattered into
-    split followers where that differs (search.coarsen, rule 1): the all-reduce keeps a follower
-    replicated, which readers that need the whole tensor take for free; the reduce-scatter moves
-    half the bytes and splits the follower's work and memory, and readers that need the whole
-    tensor gather it."""
+    its followers derived (`member_configs`), then, with `scatter`, again with partial sums
+    reduce-scattered into split followers where that differs (search.coarsen, rule 1): the
+    all-reduce keeps a follower replicated, which readers that need the whole tensor take for
+    free; the reduce-scatter moves half the bytes and splits the follower's work and memory, and
+    readers that need the whole tensor gather it."""
     plain = member_configs(model, group, anchor_configs)
+    if not scatter:
+        return tuple(anchor_configs), plain
     scattered = member_configs(model, group, anchor_configs, scatter=True)
     configs: list[Configuration] = []
     per_member: dict[str, list[Configuration]] = {name: [] for name in plain}

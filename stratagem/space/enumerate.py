@@ -35,6 +35,8 @@ class SpaceOptions:
     runnable: bool = False                # only what stratagem.runtime executes (space.runnable)
     state_sharding: bool = False          # also each weight owner's sharded states (cost.weight_state)
     offload: bool = False                 # with state_sharding, also its "offloaded" state
+    scatter_partial_sums: bool = False    # coarsened groups also reduce-scatter a partial sum into a
+                                          # split follower (search.space.group_variants)
 
 
 def divisors(n: int) -> list[int]:

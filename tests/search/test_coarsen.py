@@ -3,11 +3,17 @@ of a partial sum is laid out (all-reduced, or reduce-scattered into a split)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from stratagem.cost.model import CostModel
 from stratagem.ir import Graph, Op, Role, TensorSpec
 from stratagem.search.coarsen import Group, coarsen
-from stratagem.search.space import group_variants, member_configs
-from stratagem.space import Configuration, Level, Shard
+from stratagem.search.space import FT_SPACE, group_variants, member_configs
+from stratagem.space import Configuration, Level, Partial, Shard
+from tests.search.graphs import residual
+from tests.search.oracle import (
+    assert_ft_finds_the_exact_frontier, build_uncapped_space, checked_strategies, space_assignments,
+)
 
 
 def group_of(graph: Graph) -> dict[str, str]:
@@ -86,3 +92,22 @@ def test_the_group_offers_both_only_where_a_follower_reads_a_partial_sum():
     configs, members = group_variants(model, group, anchors)
     assert configs == (anchors[0], anchors[1], anchors[1])
     assert members["add"][1] != members["add"][2] and members["act"][2] == members["add"][2]
+
+
+def scatters(model: CostModel, strategy) -> bool:
+    """fcb's output is a partial sum and the add reading it splits."""
+    return any(isinstance(p, Partial) for p in model.layout("fcb", strategy["fcb"]).outputs) \
+        and bool(strategy["add"].degrees)
+
+
+def test_ft_over_scattering_groups_is_exact():
+    """FT's frontier over groups that also scatter their partial sums equals brute force over every
+    strategy of that space (the cost model's exact peak and time), and the space is larger than the
+    one without: x -> fca, x -> fcb, add(fca, fcb) follows fcb, fcc reads the sum."""
+    model = CostModel(residual(64, 256), "v100-2x8", num_devices=2)
+    plain = build_uncapped_space(model, options=FT_SPACE)
+    space = build_uncapped_space(model, options=replace(FT_SPACE, scatter_partial_sums=True))
+    assert sum(map(len, space.configs)) > sum(map(len, plain.configs))
+    strategies = [strategy for strategy, _ in checked_strategies(model, space)]
+    assert any(scatters(model, strategy) for strategy in strategies)
+    assert_ft_finds_the_exact_frontier(model, space, (base for base, _ in space_assignments(space)))

@@ -42,8 +42,8 @@ def test_mesh_tf_replicates_scalars_and_refuses_spaces_too_large(tiny_ctx):
 
 
 def test_a_fix_on_a_merged_node_is_reported_not_a_crash():
-    """ToFu's space on nmt-tiny at 2 devices fixes a node that branch elimination merged (its
+    """ToFu's space on nmt-tiny at 8 devices fixes a node that branch elimination merged (its
     index runs over both nodes' configurations); the frontier reports it and goes on."""
-    plan = baselines.tofu_like(context(sg.zoo.build("nmt-tiny"), "a100-1x8", 2), RestrictedOptions(runnable=False))
+    plan = baselines.tofu_like(context(sg.zoo.build("nmt-tiny"), "a100-1x8", 8), RestrictedOptions(runnable=False))
     fixes = plan.details["heuristic_fixes"]
     assert any("merged" in f["config"] for f in fixes) and plan.iteration_time_s > 0
