@@ -117,8 +117,9 @@ def fsdp_tp(ctx: PlanningContext, options: FSDPTPOptions = FSDPTPOptions()) -> P
         raise StratagemError("tensor-parallel width does not divide the devices",
                              expected=f"a divisor of {ctx.num_devices}", got=str(tensor))
     state = weight_state(options)
-    return _recomputed(ctx, lambda c: with_sharded_state(c, tensor_parallel_strategy(c, tensor, options.sequence_parallel), state), "fsdp-tp",
-                       options)
+    def strategy(c: PlanningContext) -> dict:
+        return with_sharded_state(c, tensor_parallel_strategy(c, tensor, options.sequence_parallel), state)
+    return _recomputed(ctx, strategy, "fsdp-tp", options)
 
 
 def weight_state(options: FSDPOptions | FSDPTPOptions) -> str:

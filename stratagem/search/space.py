@@ -243,7 +243,7 @@ def group_states(model, group: Group, configs: tuple[Configuration, ...],
     return tuple(out), {name: tuple(found) for name, found in per_member.items()}
 
 
-def group_variants(model, group: Group, anchor_configs, scatter: bool = True
+def group_variants(model, group: Group, anchor_configs, scatter: bool
                    ) -> tuple[tuple[Configuration, ...], dict[str, tuple[Configuration, ...]]]:
     """The group's configurations and each member's under them: every anchor configuration with
     its followers derived (`member_configs`), then, with `scatter`, again with partial sums

@@ -89,7 +89,7 @@ def test_a_partial_sum_is_all_reduced_or_reduce_scattered_into_the_outermost_fre
 def test_the_group_offers_both_only_where_a_follower_reads_a_partial_sum():
     model, group = row_parallel(4)
     anchors = (Configuration((Level("b", 4),)), Configuration((Level(reduction(model), 4),)))
-    configs, members = group_variants(model, group, anchors)
+    configs, members = group_variants(model, group, anchors, scatter=True)
     assert configs == (anchors[0], anchors[1], anchors[1])
     assert members["add"][1] != members["add"][2] and members["act"][2] == members["add"][2]
 
