@@ -7,7 +7,8 @@ per edge its tensor-reuse choice), and both costs: the additive one of TensorOpt
 `peak_memory_bytes`). Writes go to a temporary file first and are renamed into place, so a crash
 never leaves half a plan.
 
-Versions: 4 (this one) may hold "pipeline" under "strategy" ({"cuts": [op, ...], "micro_batches": m,
+Versions: 5 (this one) adds "offload_activations" (blocks whose saved activations go to host
+memory until backward; absent: none); 4 may hold "pipeline" under "strategy" ({"cuts": [op, ...], "micro_batches": m,
 "schedule": "gpipe" | "1f1b"}; absent: no stages), and the graph is then one micro-batch's; 3 added
 weight states, the precision and recomputed blocks; 2 nests the strategy's dimensions under
 "strategy" ({"ops": ..., "reuse": ...}); 1 had the per-op configurations as "strategy" and "reuse"
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from stratagem import values
+from stratagem.cost.activation_offload import check_offload
 from stratagem.cost.oplayouts import OpLayouts
 from stratagem.cost.recompute import check_recompute
 from stratagem.cost.weight_state import check_state
@@ -35,7 +37,8 @@ from stratagem.space import (
     Configuration, Edge, Level, Pipeline, Strategy, as_strategy, check_pipeline, check_strategy,
 )
 
-FORMAT_VERSION = 4      # 4: pipeline stages (3's: none); 3: weight states, precision, recomputed blocks
+FORMAT_VERSION = 5      # 5: offloaded activations (4's: none); 4: pipeline stages (3's: none); 3: weight
+                        # states, precision, recomputed blocks
 
 
 @dataclass(frozen=True)
@@ -54,11 +57,14 @@ class Plan:
     details: Mapping[str, Any] = field(default_factory=dict, repr=False)
     precision: str = "fp32"                        # ir.precision.PRECISIONS; `graph` computes in it
     recompute: tuple[str, ...] = ()                # blocks recomputed in backward (cost.recompute)
+    offload_activations: tuple[str, ...] = ()      # blocks whose activations wait in host memory
+                                                   # for backward (cost.activation_offload)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "strategy", as_strategy(self.strategy))
         check_precision(self.precision)
         object.__setattr__(self, "recompute", tuple(self.recompute))
+        object.__setattr__(self, "offload_activations", tuple(self.offload_activations))
 
     def with_simulation(self, result) -> "Plan":
         details = dict(self.details)
@@ -79,7 +85,8 @@ class Plan:
         out: dict[str, Any] = {
             "format_version": FORMAT_VERSION, "model": self.model or self.graph.name,
             "cluster": self.cluster, "num_devices": self.num_devices, "optimizer": self.optimizer,
-            "precision": self.precision, "recompute": list(self.recompute), "algorithm": self.algorithm, "iteration_time_s": self.iteration_time_s,
+            "precision": self.precision, "recompute": list(self.recompute),
+            "offload_activations": list(self.offload_activations), "algorithm": self.algorithm, "iteration_time_s": self.iteration_time_s,
             "peak_memory_bytes": self.peak_memory_bytes, "additive_time_s": self.additive_time_s,
             "additive_memory_bytes": self.additive_memory_bytes,
             "strategy": strategy_to_dict(self.strategy), "details": dict(self.details),
@@ -100,7 +107,7 @@ class Plan:
                    _recorded(top, "additive_memory_bytes", NAN), _string(top, "algorithm"),
                    top.text("optimizer", "adam"), _string(top, "model"),
                    dict(top.sub("details").data) if top.has("details") else {}, _precision(top),
-                   _recompute(top, graph))
+                   _recompute(top, graph), _offload_activations(top, graph))
 
     def save(self, path: str | Path) -> None:
         atomic_write_json(path, self.to_dict())
@@ -280,6 +287,16 @@ def _recompute(f: Fields, graph: Graph) -> tuple[str, ...]:
         raise _in_field(f, "recompute", error) from None
 
 
+def _offload_activations(f: Fields, graph: Graph) -> tuple[str, ...]:
+    names = f.raw("offload_activations", [])
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise f.error("offload_activations", "a list of block names (module-list elements, e.g. \"layers.0\")", names)
+    try:
+        return check_offload(graph, names, f.raw("recompute", []))
+    except StratagemError as error:
+        raise _in_field(f, "offload_activations", error) from None
+
+
 def _precision(f: Fields) -> str:
     value = f.text("precision", "fp32")
     try:
@@ -321,11 +338,11 @@ def migrate(f: Fields) -> Mapping[str, Any]:
 
 def _version(f: Fields) -> int:
     version = f.raw("format_version", None)
-    if version in (1, 2, 3, FORMAT_VERSION) and not isinstance(version, bool):
+    if version in (1, 2, 3, 4, FORMAT_VERSION) and not isinstance(version, bool):
         return version
     newer = isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION
     raise ConfigError(f"{f.source}: unsupported plan file version", expected=f"format_version {FORMAT_VERSION} "
-                      "(or 1 to 3, which it migrates)", got=repr(version),
+                      "(or 1 to 4, which it migrates)", got=repr(version),
                       hint="Upgrade stratagem to read it" if newer else
                       "Write the plan again with this version of stratagem (`stratagem plan MODEL -o FILE`)")
 

@@ -60,3 +60,30 @@ def test_a_version_1_frontier_file_loads_with_every_plan(mlp_frontier, tmp_path)
     path.write_text(json.dumps(record))
     loaded = Frontier.load(path)
     assert [p.strategy for p in loaded] == [p.strategy for p in mlp_frontier]
+
+
+def test_offloaded_activations_survive_a_save_and_replay_and_a_version_4_file_has_none(tmp_path):
+    from dataclasses import replace as with_model
+
+    from stratagem.cost.recompute import blocks
+    from stratagem.errors import ConfigError
+    from stratagem.search import registry
+    from stratagem.search.context import make_plan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ctx = context(sg.zoo.build("gpt-tiny-tiny"), "a100-1x8", 2)
+    names = tuple(b.name for b in blocks(ctx.graph))
+    plan = make_plan(with_model(ctx, model=ctx.model.with_activations(names[1:], names[:1])),
+                     registry.run(ctx, "data-parallel").strategy, "dp")
+    plan.save(tmp_path / "p.json")
+    loaded = Plan.load(tmp_path / "p.json")
+    assert (loaded.offload_activations, loaded.recompute) == (names[:1], names[1:])
+    assert replay(loaded).result().peak_memory_bytes == pytest.approx(plan.peak_memory_bytes, rel=1e-12)
+    record = plan.to_dict()
+    old = {k: v for k, v in record.items() if k != "offload_activations"}
+    (tmp_path / "v4.json").write_text(json.dumps(dict(old, format_version=4)))
+    assert Plan.load(tmp_path / "v4.json").offload_activations == ()
+    both = dict(record, offload_activations=list(names[1:]))
+    (tmp_path / "both.json").write_text(json.dumps(both))
+    with pytest.raises(ConfigError, match="offload_activations.*both recomputed and offloaded"):
+        Plan.load(tmp_path / "both.json")

@@ -1,8 +1,8 @@
 """`stratagem explain plan.json`: a plan's stages, if it has them (per stage its devices, ops, times
 per micro-batch and micro-batches in flight); per op, its configuration, output placements, time (forward,
 backward, update, gradient sync, re-scheduling of its inputs), memory and communication; per
-repeated block, what the plan recomputes, shards and offloads there and what recomputing it saves
-and costs (report.blocks); then the strategy as a picture, ops by devices (FlexFlow Fig. 12-13), as
+repeated block, what the plan recomputes, shards and offloads there and what recomputing or
+offloading its activations saves and costs (report.blocks); then the strategy as a picture, ops by devices (FlexFlow Fig. 12-13), as
 text and optionally as a PNG.
 
     stratagem explain plan.json --sort time --top 20 --picture strategy.png
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
               f"{format_seconds(sums['sync_time_s'])}, re-scheduling {format_seconds(sums['reschedule_time_s'])}, "
               f"{format_bytes(sums['communication_bytes'])} moved")
     if not args.no_blocks:
-        with out.status("pricing each block recomputed and not"):
+        with out.status("pricing each block kept, recomputed and offloaded"):
             block_rows = blocks.block_rows(plan, model)
         if block_rows:
             out.table(blocks.block_table(block_rows, f"{len(block_rows)} repeated blocks, summed over their ops "

@@ -39,6 +39,8 @@ class OpCost:
     gather: tuple[CommStep, ...] = ()     # sharded weights' all-gathers before forward (cost.weight_state)
     regather: bool = False                # the same gathers again before backward ("sharded")
     weight_copies: WeightCopies = WeightCopies()
+    offload: tuple[CommStep, ...] = ()    # its activations sent to the host after forward (cost.activation_offload)
+    reload: tuple[CommStep, ...] = ()     # and back before its backward
 
     @property
     def compute_time_s(self) -> float:
@@ -49,9 +51,14 @@ class OpCost:
         return sum((s.time_s for s in self.gather), 0.0) * (2 if self.regather else 1)
 
     @property
+    def host_copy_time_s(self) -> float:
+        """Its activations' copies to the host and back (none unless its block offloads)."""
+        return sum((s.time_s for s in self.offload + self.reload), 0.0)
+
+    @property
     def communication_time_s(self) -> float:
-        """Gradient sync and weight gathers."""
-        return self.sync_time_s + self.gather_time_s
+        """Gradient sync, weight gathers and activation copies to the host and back."""
+        return self.sync_time_s + self.gather_time_s + self.host_copy_time_s
 
     @property
     def time_s(self) -> float:

@@ -81,7 +81,7 @@ def _least_made_bytes(model, op_name: str) -> float:
     graph = model.graph
     op = graph.op(op_name)
     inside = 0.0
-    if op.inputs and op_name not in model.recomputed:
+    if op.inputs and op_name not in model.recomputed and op_name not in model.offloaded:
         first = graph.tensors[op.inputs[0]]
         inside = kept_inside_bytes(graph, op, math.prod(first.shape) / model.num_devices, model.device.fused_kernels)
     return inside + _kept_outputs_bytes(model, op_name)

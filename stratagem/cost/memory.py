@@ -60,6 +60,8 @@ class MemoryCost:
                                      # an input nor the output (`kept_inside_bytes` below)
     host_bytes: float = 0.0          # weight, gradient and optimizer state held in host memory
                                      # ("offloaded" weight state), none of the device's total
+    offloaded_bytes: float = 0.0     # activations in host memory from forward to backward
+                                     # (cost.activation_offload), none of the device's total
 
     @property
     def total_bytes(self) -> float:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from stratagem.cluster import Cluster, CommTable, load
+from stratagem.cost.activation_offload import check_offload, offloaded_ops, with_offload
 from stratagem.cost.compute import ComputeModel
 from stratagem.cost.compute_table import ComputeTable, ProfileRequest
 from stratagem.cost.costs import EdgeCost, OpCost, PlanCost
@@ -61,14 +62,16 @@ class CostModel:
     optimizer: sgd | momentum | adam | adamw; mixed_precision: a bf16 or fp16 graph's weights held
     in float32 (the master weights its optimizer steps, states in float32 too; cost.opcost); shard_updates: ZeRO-style reduce-scatter + sharded update + all-gather instead of an
     all-reduce. compute_table / comm_table: measured tables (objects or JSON paths), preferred
-    wherever they have an entry. recompute: blocks recomputed in backward (cost.recompute; the
-    model's `graph` is the graph as they run it).
+    wherever they have an entry. recompute: blocks recomputed in backward (cost.recompute);
+    offload_activations: blocks whose saved activations go to host memory until backward
+    (cost.activation_offload); the model's `graph` is the graph as both run it.
     """
 
     def __init__(self, graph: Graph, cluster: Cluster | str, optimizer: str = "adam",
                  num_devices: int | None = None, compute_table: ComputeTable | str | Path | None = None,
                  comm_table: CommTable | str | Path | None = None, mixed_precision: bool = False,
-                 shard_updates: bool = False, recompute: tuple[str, ...] = ()):
+                 shard_updates: bool = False, recompute: tuple[str, ...] = (),
+                 offload_activations: tuple[str, ...] = ()):
         cluster = load(cluster) if isinstance(cluster, str) else cluster
         if comm_table is not None:
             cluster = cluster.with_comm_table(comm_table if isinstance(comm_table, CommTable)
@@ -78,10 +81,12 @@ class CostModel:
         if isinstance(compute_table, (str, Path)):
             compute_table = ComputeTable.load(compute_table)
         self.source_graph = graph
-        self.graph, self.cluster = with_recompute(graph, recompute), cluster
         self.recompute = tuple(recompute)
-        self._siblings: dict[tuple[str, ...], CostModel] = {self.recompute: self}
+        self.offload_activations = check_offload(graph, offload_activations, self.recompute)
+        self.graph, self.cluster = with_offload(with_recompute(graph, recompute), self.offload_activations), cluster
+        self._siblings: dict[tuple, CostModel] = {(self.recompute, self.offload_activations): self}
         self.recomputed = recomputed_ops(self.graph)
+        self.offloaded = offloaded_ops(self.graph)
         self.num_devices = cluster.device_count(num_devices)
         self.optimizer = Optimizer(optimizer)
         self.mixed_precision = mixed_precision
@@ -115,14 +120,26 @@ class CostModel:
     # ---- public API ---------------------------------------------------------------------------------
     def recomputing(self, names: tuple[str, ...]) -> "CostModel":
         """The same cost model (cluster, tables, optimizer, precision) with the blocks `names`
-        recomputed instead; made once per set of blocks and shared by all of them."""
+        recomputed instead, the others offloaded as before; made once per choice and shared."""
         names = tuple(names)
-        found = self._siblings.get(names)
+        return self.with_activations(names, tuple(b for b in self.offload_activations if b not in names))
+
+    def offloading(self, names: tuple[str, ...]) -> "CostModel":
+        """The same cost model with the blocks `names` offloading their activations instead, the
+        others recomputed as before."""
+        names = tuple(names)
+        return self.with_activations(tuple(b for b in self.recompute if b not in names), names)
+
+    def with_activations(self, recompute: tuple[str, ...], offload: tuple[str, ...]) -> "CostModel":
+        """The same cost model with the blocks `recompute` recomputed and `offload` offloaded
+        (every other block keeping its activations)."""
+        key = (tuple(recompute), tuple(offload))
+        found = self._siblings.get(key)
         if found is None:
             found = CostModel(self.source_graph, self.cluster, self.optimizer.name, self.num_devices,
-                              self.compute.table, None, self.mixed_precision, self.shard_updates, names)
+                              self.compute.table, None, self.mixed_precision, self.shard_updates, *key)
             found._siblings = self._siblings
-            self._siblings[names] = found
+            self._siblings[key] = found
         return found
 
     def op_cost(self, op_name: str, config: Configuration) -> OpCost:
@@ -337,13 +354,15 @@ class CostModel:
 
     def host_bytes(self, strategy: Mapping[str, Configuration]) -> list[float]:
         """Per device, the weights, gradients and optimizer state its ops keep in host memory
-        (the "offloaded" weight state; none of the device's memory)."""
+        (the "offloaded" weight state) and the activations its offloaded blocks send there
+        (cost.activation_offload); none of the device's memory."""
         found = np.zeros(self.num_devices)
         for op in self.graph.ops:
             config = strategy[op.name]
-            if config.offloaded:
+            if config.offloaded or op.name in self.offloaded:
+                memory = self.op_cost(op.name, config).memory
                 found[config.first_device:config.first_device + config.num_devices] += \
-                    self.op_cost(op.name, config).memory.host_bytes
+                    memory.host_bytes + memory.offloaded_bytes
         return found.tolist()
 
     def host_bytes_per_node(self, strategy: Mapping[str, Configuration]) -> float:

@@ -37,7 +37,7 @@ a repeated layer once (CostModel.op_cost).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from stratagem.cost.compute import OpWork, is_contraction, local_extents
 from stratagem.cost.compute_table import ProfileRequest
@@ -134,6 +134,7 @@ class OpFacts:
     saved: tuple[int, ...]              # what autograd keeps for its backward (memory.saved_tensors)
     kept_copies: tuple[bool, ...]       # per owned position: keeps_weight_copy of the op as captured
     recomputed: bool                    # its block recomputes
+    offloaded: bool = False             # its block offloads its activations
 
 
 def op_facts(model, op_name: str) -> OpFacts:
@@ -147,7 +148,7 @@ def op_facts(model, op_name: str) -> OpFacts:
                    tuple(number[t] for t in op.outputs), tuple(_tensor_facts(graph, t) for t in names), owned,
                    tuple(number[t] for t in saved_tensors(graph, op)),
                    tuple(keeps_weight_copy(graph, captured, op.inputs[i]) for i in owned),
-                   op_name in model.recomputed)
+                   op_name in model.recomputed, op_name in model.offloaded)
 
 
 def _tensor_facts(graph, tensor: str) -> TensorFacts:
@@ -174,10 +175,25 @@ def build_op_cost(model, op_name: str, config: Configuration) -> OpCost:
     if host:
         gather = (_host_copy(model, "host_to_device", config, _stored_bytes(model, sharded)), *gather)
         sync = (*sync, _host_copy(model, "device_to_host", config, _stored_bytes(model, sharded, gradient=True)))
+    memory = _memory(model, op, inputs, output, shards, sharded, copies, recomputed, host)
+    if op_name in model.offloaded:
+        memory = replace(memory, offloaded_bytes=_offloaded_bytes(model, op, inputs, output))
+    sent = memory.offloaded_bytes
     return OpCost(times.forward_time_s, backward_s, _update_time_s(model, op, inputs, shards, host), sync,
-                  sum((s.time_s for s in sync), 0.0),
-                  _memory(model, op, inputs, output, shards, sharded, copies, recomputed, host),
-                  times.source, gather, bool(gather) and (config.regathers or recomputed), copies)
+                  sum((s.time_s for s in sync), 0.0), memory,
+                  times.source, gather, bool(gather) and (config.regathers or recomputed), copies,
+                  (_host_copy(model, "device_to_host", config, sent),) if sent else (),
+                  (_host_copy(model, "host_to_device", config, sent),) if sent else ())
+
+
+def _offloaded_bytes(model, op, inputs: list[TensorLayout], output: TensorLayout) -> float:
+    """What an op of an offloaded block sends to the host on each device (cost.activation_offload):
+    the local blocks of the activations it would keep, and what its kernel keeps inside."""
+    graph = model.graph
+    sent = graph.meta["offload_saved"][op.name]
+    inside = kept_inside(model, op, inputs[0]) if inputs else 0.0
+    return inside + sum(_local_bytes(graph, t, output if t in op.outputs else inputs[op.inputs.index(t)])
+                        for t in sent)
 
 
 def _stored_bytes(model, sharded: dict[int, ShardedWeight], gradient: bool = False) -> float:
@@ -321,7 +337,7 @@ def _memory(model, op, inputs: list[TensorLayout], output: TensorLayout, shards:
     `shards` (with `shard_updates`) divides optimizer state only; weights are held in
     `held_itemsize`; those of the weights in `host` (offloaded) are in host memory. A weight copy
     kept until backward counts with the saved activations, and so does what the kernel keeps
-    inside (cost.memory.kept_inside_bytes), unless its block recomputes."""
+    inside (cost.memory.kept_inside_bytes), unless its block recomputes or offloads."""
     graph = model.graph
 
     def held(i: int) -> float:
@@ -338,7 +354,7 @@ def _memory(model, op, inputs: list[TensorLayout], output: TensorLayout, shards:
     optimizer_bytes = sum(optimizer(i) for i in shards if i not in host)
     host_bytes = sum(held(i) for i in host) + sum(held(i) + optimizer(i) for i in shards if i in host)
     saved = saved_tensors(graph, op)
-    inside = 0.0 if recomputed or not inputs else kept_inside(model, op, inputs[0])
+    inside = 0.0 if recomputed or op.name in model.offloaded or not inputs else kept_inside(model, op, inputs[0])
     activation = sum(_local_bytes(graph, t, output if t in op.outputs else inputs[op.inputs.index(t)])
                      for t in saved) + copies.kept_bytes + inside
     temporary = sum(_local_bytes(graph, t, output) for t in op.outputs if t not in saved)

@@ -71,19 +71,22 @@ def _inputs(graph: Graph, ops: set[str]) -> tuple[str, ...]:
 
 
 def check_recompute(graph: Graph, names: Iterable[str]) -> tuple[str, ...]:
-    return _chosen(graph, names)[0]
+    names = tuple(names)
+    chosen_blocks(graph, names, "recomputation")
+    return names
 
 
-def _chosen(graph: Graph, names: Iterable[str]) -> tuple[tuple[str, ...], list[Block]]:
-    """`names`, checked, and their blocks."""
+def chosen_blocks(graph: Graph, names: Iterable[str], what: str) -> list[Block]:
+    """The blocks `names` (checked: each a repeated block of the graph), once each; `what` names
+    the choice in the error."""
     known = {b.name: b for b in blocks(graph)}
     names = tuple(names)
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise ConfigError("recomputation names blocks the graph does not have",
+        raise ConfigError(f"{what} names blocks the graph does not have",
                           expected=f"some of its repeated blocks ({', '.join(list(known)[:4]) or 'none'}...)",
                           got=", ".join(unknown[:3]), hint="Blocks are module-list elements, e.g. 'layers.0'")
-    return names, [known[n] for n in dict.fromkeys(names)]
+    return [known[n] for n in dict.fromkeys(names)]
 
 
 def with_recompute(graph: Graph, names: Iterable[str]) -> Graph:
@@ -92,10 +95,10 @@ def with_recompute(graph: Graph, names: Iterable[str]) -> Graph:
     recompute (`recomputed`), what each would have kept (`recompute_saved`, the activations its
     backward holds again) and the block's last op (`recompute_from`, whose backward runs the
     recomputation first)."""
-    _, chosen = _chosen(graph, names)
+    chosen = chosen_blocks(graph, names, "recomputation")
     if not chosen:
         return graph
-    saved_by, would_save, last_of, captured = {}, {}, {}, {}
+    saved_by, would_save, last_of, captured = {}, {}, {}, dict(graph.meta.get("captured_saved", {}))
     for block in chosen:
         first_reader: dict[str, str] = {}
         for name in block.ops:
@@ -106,18 +109,18 @@ def with_recompute(graph: Graph, names: Iterable[str]) -> Graph:
             op = graph.op(name)
             saved_by[name] = tuple(t for t, reader in first_reader.items() if reader == name)
             would_save[name] = tuple(t for t in saved_tensors(graph, op) if t not in saved_by[name])
-            captured[name] = op.saved
+            captured.setdefault(name, op.saved)
             last_of[name] = block.ops[-1]
     ops = tuple(replace(op, saved=saved_by[op.name]) if op.name in saved_by else op for op in graph.ops)
     meta = dict(graph.meta)
     meta.update(recomputed=tuple(saved_by), recompute_saved=would_save, recompute_from=last_of,
-                recompute_captured=captured)
+                captured_saved=captured)
     return replace(graph, ops=ops, meta=meta)
 
 
 def as_captured(graph: Graph, op: Op) -> Op:
-    """`op` as it keeps tensors when its block does not recompute."""
-    captured = graph.meta.get("recompute_captured", {})
+    """`op` as it keeps tensors when its block neither recomputes nor offloads."""
+    captured = graph.meta.get("captured_saved", {})
     return replace(op, saved=captured[op.name]) if op.name in captured else op
 
 

@@ -5,21 +5,24 @@ Eq. 3's terms), summed over the block's ops per device of each op, as `explain` 
     rows = block_rows(plan, model)          # model: the plan's cost model (report.replay.model_of)
     table = block_table(rows)
 
-    recomputed        whether the plan recomputes the block
+    activations       what the plan does with its activations: kept, recomputed or offloaded
     kept              what its ops keep for backward under the plan: saved activations, kept
                       re-scheduled copies of their inputs, kernels' own buffers (a buffer several
                       of them keep counted once; one also kept in other blocks, in none)
     recompute saves   kept without recomputing the block less kept with it, and the time it adds
     and costs         (its forward again, its weights gathered or cast again): what recomputing it
                       frees, or freed
+    offload saves     likewise for offloading its activations to host memory (cost.activation_offload):
+    and costs         what stays on the device no longer, and the copies out and back it adds
     states            its weight owners' states (cost.weight_state), counted
     on device         their weights, gradients and optimizer state on the device
-    in host memory    those of offloaded owners (the "offloaded" state)
+    in host memory    those of offloaded owners (the "offloaded" state), and its activations when
+                      the plan offloads them
     gathers           its weights' gathers and host copies, forward and backward
 
-An op's cost depends only on whether its own block recomputes (cost.opcost.op_facts), so the save
-and cost of each block come from two priced variants of the plan's model: every block recomputed
-and none (CostModel.recomputing), whatever the plan recomputes.
+An op's cost depends only on what its own block does (cost.opcost.op_facts), so the save and cost
+of each block come from three priced variants of the plan's model: every block recomputed, every
+block offloaded, and none of either (CostModel.with_activations), whatever the plan chose.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ class BlockRow:
     kept_bytes: float
     recompute_saves_bytes: float
     recompute_costs_s: float
+    offloaded: bool
+    offload_saves_bytes: float
+    offload_costs_s: float
     states: dict[str, int]
     device_state_bytes: float
     host_bytes: float
@@ -54,14 +60,18 @@ def block_rows(plan: Plan, model) -> list[BlockRow]:
     found = blocks(model.source_graph)
     if not found:
         return []
-    every, none = model.recomputing(tuple(b.name for b in found)), model.recomputing(())
-    chosen = set(plan.recompute)
-    return [_row(plan, model, every, none, block, block.name in chosen) for block in found]
+    names = tuple(b.name for b in found)
+    variants = {"recomputed": model.with_activations(names, ()), "offloaded": model.with_activations((), names),
+                "kept": model.with_activations((), ())}
+    return [_row(plan, model, variants, block) for block in found]
 
 
-def _row(plan: Plan, model, every, none, block: Block, recomputed: bool) -> BlockRow:
-    kept_every, time_every = _kept_and_time(every, plan, block)
-    kept_none, time_none = _kept_and_time(none, plan, block)
+def _row(plan: Plan, model, variants, block: Block) -> BlockRow:
+    kept, time_s = {}, {}
+    for choice, variant in variants.items():
+        kept[choice], time_s[choice] = _kept_and_time(variant, plan, block)
+    choice = "recomputed" if block.name in plan.recompute else \
+        "offloaded" if block.name in plan.offload_activations else "kept"
     states: Counter[str] = Counter()
     device = host = gather_s = 0.0
     for name in block.ops:
@@ -71,10 +81,12 @@ def _row(plan: Plan, model, every, none, block: Block, recomputed: bool) -> Bloc
         if memory.parameter_bytes or memory.host_bytes:
             states[config.state] += 1
         device += memory.parameter_bytes + memory.gradient_bytes + memory.optimizer_bytes
-        host += memory.host_bytes
+        host += memory.host_bytes + memory.offloaded_bytes
         gather_s += cost.gather_time_s
-    return BlockRow(block.name, len(block.ops), recomputed, kept_every if recomputed else kept_none,
-                    kept_none - kept_every, time_every - time_none, dict(states), device, host, gather_s)
+    return BlockRow(block.name, len(block.ops), choice == "recomputed", kept[choice],
+                    kept["kept"] - kept["recomputed"], time_s["recomputed"] - time_s["kept"],
+                    choice == "offloaded", kept["kept"] - kept["offloaded"], time_s["offloaded"] - time_s["kept"],
+                    dict(states), device, host, gather_s)
 
 
 def _kept_and_time(model, plan: Plan, block: Block) -> tuple[float, float]:
@@ -112,12 +124,13 @@ def _credit(model, plan: Plan, members: set[str]) -> float:
 
 
 def block_table(rows: Sequence[BlockRow], title: str = "") -> Table:
-    columns = ("block", "ops", "recomputed", "kept", "recompute saves", "recompute costs", "states",
-               "on device", "in host memory", "gathers")
-    body = [(r.block, str(r.num_ops), "yes" if r.recomputed else "no", format_bytes(r.kept_bytes),
-             format_bytes(r.recompute_saves_bytes), format_seconds(r.recompute_costs_s),
+    columns = ("block", "ops", "activations", "kept", "recompute saves", "recompute costs", "offload saves",
+               "offload costs", "states", "on device", "in host memory", "gathers")
+    body = [(r.block, str(r.num_ops), "recomputed" if r.recomputed else "offloaded" if r.offloaded else "kept",
+             format_bytes(r.kept_bytes), format_bytes(r.recompute_saves_bytes), format_seconds(r.recompute_costs_s),
+             format_bytes(r.offload_saves_bytes), format_seconds(r.offload_costs_s),
              ", ".join(f"{n} {state}" for state, n in sorted(r.states.items())) or "-",
              format_bytes(r.device_state_bytes), format_bytes(r.host_bytes), format_seconds(r.gather_time_s))
             for r in rows]
     table = Table.of(columns, body, title)
-    return Table(table.columns, table.rows, table.title, (False, True, False) + (True,) * 3 + (False,) + (True,) * 3)
+    return Table(table.columns, table.rows, table.title, (False, True, False) + (True,) * 5 + (False,) + (True,) * 3)

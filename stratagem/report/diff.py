@@ -53,6 +53,7 @@ class PlanDiff:
         rows.append(("cluster", self.a.cluster, self.b.cluster, ""))
         rows.append(("precision", self.a.precision, self.b.precision, ""))
         rows.append(("recomputed blocks", str(len(self.a.recompute)), str(len(self.b.recompute)), ""))
+        rows.append(("offloaded blocks", str(len(self.a.offload_activations)), str(len(self.b.offload_activations)), ""))
         rows.append(("pipeline", _stages(self.a), _stages(self.b), ""))
         return Table.of(("", "a", "b", "b - a"), rows)
 

@@ -54,6 +54,11 @@ def plan_lines(plan: Plan, memory_cap_bytes: float | None = None, fits: bool = T
         shown = ", ".join(plan.recompute[:3]) + (f", ... ({len(plan.recompute)} blocks)" if len(plan.recompute) > 3 else "")
         lines.append(f"  recomputed       {shown}: each keeps only its inputs and runs its forward again in backward"
                      + _effect_text(d.get("recompute_effect"), "kept activations"))
+    if plan.offload_activations:
+        names = plan.offload_activations
+        shown = ", ".join(names[:3]) + (f", ... ({len(names)} blocks)" if len(names) > 3 else "")
+        lines.append(f"  offloaded        {shown}: each sends its activations to host memory after forward "
+                     "and back before backward" + _effect_text(d.get("offload_effect"), "kept activations"))
     if d.get("weight_states"):
         owners = ", ".join(f"{n} {state}" for state, n in sorted(d["weight_states"].items()))
         lines.append(f"  weights sharded  {owners} (ops holding their weights, gradients and optimizer "

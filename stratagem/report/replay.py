@@ -16,7 +16,7 @@ def model_of(plan: Plan, cluster: str | None = None):
     """The cost model the plan was priced with (or the same plan on another cluster)."""
     name = cluster or plan.cluster
     return context(plan.graph, name, plan.num_devices, plan.optimizer, precision=plan.precision,
-                   recompute=plan.recompute).model
+                   recompute=plan.recompute, offload_activations=plan.offload_activations).model
 
 
 def replay(plan: Plan, cluster: str | None = None, representative: bool = False):

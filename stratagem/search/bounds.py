@@ -116,7 +116,7 @@ class Bounds:
         for d in config.devices:
             busy[d] += cost.compute_time_s
             memory[d] += m.parameter_bytes + m.gradient_bytes + m.optimizer_bytes
-        _add_steps(busy, cost.sync, self.sim.step_resources)
+        _add_steps(busy, cost.sync + cost.offload + cost.reload, self.sim.step_resources)
 
     def edge_busy(self, k: int, strategy) -> np.ndarray:
         """Link time of edge k's re-scheduling steps, both ends' configurations in `strategy`."""
@@ -329,7 +329,7 @@ def busy_bound(model, strategy, resources: TaskGraph | None = None) -> float:
         cost = model.op_cost(op, config)
         busy[config.devices.start:config.devices.stop] += cost.compute_time_s
         step_time_s.add(cost.gather * 2 if cost.regather else cost.gather)
-        step_time_s.add(cost.sync)
+        step_time_s.add(cost.sync + cost.offload + cost.reload)
     for edge in model.edges():
         step_time_s.add(_edge_steps(edge, model.edge_cost_in(edge, strategy)))
     step_time_s.onto(busy, tasks.step_resources)

@@ -66,14 +66,16 @@ class PlanningContext:
 
 def context(graph: Graph, cluster: Cluster | str, devices: int | None = None, optimizer: str = "adam",
             memory_cap_bytes: float | str | None = None, model_options: Mapping[str, Any] | None = None,
-            precision: str = "fp32", recompute: tuple[str, ...] = ()) -> PlanningContext:
+            precision: str = "fp32", recompute: tuple[str, ...] = (),
+            offload_activations: tuple[str, ...] = ()) -> PlanningContext:
     """What every search plans with: the graph as `precision` computes it (ir.precision), its cost
-    model on the cluster with the blocks `recompute` recomputed (cost.recompute), the memory cap."""
+    model on the cluster with the blocks `recompute` recomputed (cost.recompute) and the blocks
+    `offload_activations` offloading theirs (cost.activation_offload), the memory cap."""
     check_graph(graph)
     graph = with_precision(graph, precision)
     loaded = cluster if isinstance(cluster, Cluster) else load(cluster)
     options = {"mixed_precision": has_master_weights(precision), "recompute": tuple(recompute),
-               **dict(model_options or {})}
+               "offload_activations": tuple(offload_activations), **dict(model_options or {})}
     model = CostModel(graph, loaded, optimizer=optimizer, num_devices=devices, **options)
     name = cluster if isinstance(cluster, str) else loaded.name
     cap = memory_cap(loaded, model.num_devices, memory_cap_bytes)
@@ -135,9 +137,14 @@ def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algor
         details["weight_states_effect"] = sharding_effect(ctx.model, chosen)
     if ctx.model.recompute:
         details["recompute_effect"] = recompute_effect(ctx, chosen)
+    if ctx.model.offload_activations:
+        details["host_memory"] = {"per_node_bytes": ctx.model.host_bytes_per_node(chosen),
+                                  "node_bytes": ctx.model.cluster.spec.host.memory_bytes}
+        details["offload_effect"] = offload_effect(ctx, chosen)
     plan = Plan(ctx.graph, ctx.cluster_name, ctx.num_devices, chosen, additive_time_s=time,
                 additive_memory_bytes=mem, algorithm=algorithm, optimizer=ctx.optimizer,
-                model=ctx.zoo_name, details=details, precision=ctx.precision, recompute=ctx.model.recompute)
+                model=ctx.zoo_name, details=details, precision=ctx.precision, recompute=ctx.model.recompute,
+                offload_activations=ctx.model.offload_activations)
     return plan.with_simulation(result)
 
 
@@ -173,6 +180,11 @@ def _pipeline_plan(ctx: PlanningContext, strategy: Strategy, algorithm: str,
                    details: Mapping[str, Any] | None) -> Plan:
     """A plan with stages, simulated (sim.pipeline). Eq. 3 prices one step on every device, not a
     schedule: such a plan records its simulated costs as its additive ones, and says so."""
+    if ctx.model.offload_activations:
+        raise ConfigError("activation offload in a plan with pipeline stages is not built",
+                          expected="a plan without stages, or stages that keep or recompute their activations",
+                          got=f"{len(ctx.model.offload_activations)} blocks offloaded",
+                          hint="Plan the stages without offload_activations")
     simulation = PipelineSimulation(ctx.model, strategy, representative=True)
     result = simulation.run()
     pipe, run = strategy.pipeline, simulation.schedule_run
@@ -195,6 +207,21 @@ def recomputing(ctx: PlanningContext, names: tuple[str, ...] | None = None) -> P
     """The same planning with the blocks `names` recomputed (None: every block of the graph)."""
     names = tuple(b.name for b in blocks(ctx.graph)) if names is None else names
     return replace(ctx, model=ctx.model.recomputing(names))
+
+
+def offloading(ctx: PlanningContext, names: tuple[str, ...] | None = None) -> PlanningContext:
+    """The same planning with the blocks `names` offloading their activations to host memory
+    (None: every block of the graph), the others keeping theirs."""
+    names = tuple(b.name for b in blocks(ctx.graph)) if names is None else names
+    return replace(ctx, model=ctx.model.with_activations((), names))
+
+
+def offload_effect(ctx: PlanningContext, strategy: Strategy) -> dict[str, float]:
+    """What offloading the plan's blocks' activations saves (kept activations on the device where
+    the plan peaks) and costs (additive time: the copies to the host and back), against keeping
+    them (the recomputed blocks recomputed as before)."""
+    return _effect(ctx.model.with_activations(ctx.model.recompute, ()), strategy, ctx.model, strategy,
+                   ("activations",))
 
 
 def sharding_effect(model, strategy: Strategy) -> dict[str, float]:

@@ -26,7 +26,7 @@ from stratagem.errors import ConfigError
 from stratagem.plan import Frontier, Plan
 from stratagem.search.bounds import busy_bound, busy_resources
 from stratagem.search.context import (
-    PlanningContext, make_plan, plans_shared, recomputing, runnable_space, strategy_with_reuse,
+    PlanningContext, make_plan, offloading, plans_shared, recomputing, runnable_space, strategy_with_reuse,
 )
 from stratagem.search.ft import FTOptions, FTPoint, FTResult, Memo, merged
 from stratagem.search.ft_peak import peak_frontier_tracking
@@ -63,6 +63,10 @@ class FTSearchOptions:
     recompute: bool = field(default=False, metadata={
         "help": "recompute every repeated block (module-list element) in backward: full activation "
                 "checkpointing; the modes turn it on when no plan fits without"})
+    offload_activations: bool = field(default=False, metadata={
+        "help": "every repeated block sends the activations it keeps for backward to host memory and back "
+                "(cost.activation_offload; not with recompute); the modes turn it on when no plan fits with "
+                "every block recomputed, where the cluster has hosts"})
     offload: bool = field(default=False, metadata={
         "help": "with state_sharding, also choose to keep a weight owner's shards in host memory, the optimizer "
                 "stepping on the host CPU (FSDP2's CPUOffloadPolicy); the modes turn it on when no plan fits "
@@ -77,6 +81,10 @@ class FTSearchOptions:
 
     @property
     def searched_space(self) -> SpaceOptions:
+        if self.recompute and self.offload_activations:
+            raise ConfigError("a block recomputes or offloads its activations, not both",
+                              expected="at most one of recompute=true and offload_activations=true",
+                              got="both", hint="Drop one of the two options")
         space = runnable_space(self.space, self.runnable)
         if self.offload and not self.state_sharding:
             raise ConfigError("offload is a choice of the sharded weight states",
@@ -100,6 +108,8 @@ def frontier(ctx: PlanningContext, options: FTSearchOptions = FTSearchOptions(),
 def _frontier(ctx: PlanningContext, options: FTSearchOptions, least_time_under: float | None) -> Frontier:
     if options.recompute and not ctx.model.recompute:
         ctx = recomputing(ctx)
+    if options.offload_activations and not ctx.model.offload_activations:
+        ctx = offloading(ctx)
     try:
         search_space = build_search_space(ctx.model, options.searched_space, progress=ctx.progress)
         alternatives = _priced_alternatives(ctx, search_space, options)

@@ -5,11 +5,13 @@
                                        cap, least time; when nothing fits, the practitioners' plans
                                        (fsdp, fsdp-tp) recomputing the fewest blocks that fit, then FT
                                        again with weights held sharded as a choice (`state_sharding`),
-                                       then with every block recomputed (`recompute`), its plan then
-                                       recomputing only the fewest leading blocks that fit
-                                       (search.selective), then with shards offloaded to host memory
-                                       as a choice (`offload`, where the cluster file has a host
-                                       section); any other search its plan.
+                                       then with every block recomputed (`recompute`), then, where
+                                       the cluster file has a host section, with every block's
+                                       activations offloaded instead (`offload_activations`), its plan
+                                       then recomputing or offloading only the fewest leading blocks
+                                       that fit, the faster (search.selective), then with shards
+                                       offloaded to host memory as a choice (`offload`); any other
+                                       search its plan.
                                        Returns (plan, fits): the leanest plan when nothing fits.
     mini_time          least time under the cap on the devices given
     mini_parallelism   the fewest devices that fit (device counts from `device_counts`, ascending)
@@ -39,7 +41,7 @@ from stratagem.errors import ConfigError, StratagemError
 from stratagem.search.context import NothingFits, PlanningContext, fits_host, least_time, plans_shared
 from stratagem.search.ft_search import FTSearchOptions, frontier
 from stratagem.search.pipeline import in_zoo, pipeline_plans
-from stratagem.search.selective import fewest_recomputed
+from stratagem.search.selective import fastest_saving
 from stratagem.search.stopping import Interruption, interruption, marked, marked_frontier, stopped
 
 MODES = ("mini_time", "mini_parallelism", "profiling")
@@ -67,9 +69,10 @@ def least_time_ft(ctx: PlanningContext, options: Any = None) -> Plan:
     weights held sharded (`fsdp`, `fsdp-tp`, each recomputing the fewest blocks that fit), the
     faster that fits, said in its details (FT over the larger space is slower: it is searched only
     when asked, or when these do not fit either); then FT's frontier with weights held sharded as
-    a choice, then also with every block recomputed (each unless it already was), its plan then
-    recomputing only the fewest leading blocks that fit, then also with shards offloaded to host
-    memory as a choice (where the cluster has a host section). NothingFits carries the leanest
+    a choice, then also with every block recomputed (each unless it already was), then with every
+    block's activations offloaded instead (where the cluster has a host section), its plan then
+    recomputing or offloading only the fewest leading blocks that fit, then also with shards
+    offloaded to host memory as a choice (where the cluster has a host section). NothingFits carries the leanest
     plan seen (`leanest`). Stopped by Ctrl-C (search.stopping), no further search runs: the
     plan chosen from what was found, or NothingFits with the leanest plan, marked."""
     chosen = registry.make_options("ft", options)
@@ -96,33 +99,46 @@ def _saving_memory(ctx: PlanningContext, chosen: Any, failed: NothingFits) -> Pl
         found = _practitioners_fitting(ctx)
         if found is not None:
             return found
-    tries = []
-    if not chosen.state_sharding:
-        tries.append(replace(chosen, state_sharding=True))
-    if not chosen.recompute:
-        tries.append(replace(tries[-1] if tries else chosen, recompute=True))
-    if not chosen.offload and ctx.model.cluster.spec.host is not None:
-        tries.append(replace(tries[-1] if tries else chosen, offload=True, state_sharding=True))
-    for options_tried in tries:
+    for options_tried in _memory_saving_tries(ctx, chosen):
         front = frontier(ctx, options_tried, least_time_under=ctx.memory_cap_bytes)
         try:
             best = mini_time(front, ctx.memory_cap_bytes)
         except NothingFits as refusal:
             refusal.leanest, failed = _leanest(front, failed.leanest), refusal
         else:
-            return _fewer_recomputed(ctx, best) if options_tried.recompute and not stopped(front) else best
+            saving = options_tried.recompute or options_tried.offload_activations
+            return _fewer_saved(ctx, best) if saving and not stopped(front) else best
         if stopped(front):
             break
     raise failed
 
 
-def _fewer_recomputed(ctx: PlanningContext, plan: Plan) -> Plan:
-    """FT's plan found with every block recomputed, recomputing only the fewest leading blocks
-    with which it still fits (search.selective): the same strategy, faster."""
+def _memory_saving_tries(ctx: PlanningContext, chosen: Any) -> list[Any]:
+    """FT's options for each search after none fitted, each saving more than the one before:
+    weights held sharded as a choice; also every block recomputed; where the cluster has hosts,
+    every block's activations offloaded instead, then shards offloaded as a choice too."""
+    hosts = ctx.model.cluster.spec.host is not None
+    tries = []
+    if not chosen.state_sharding:
+        tries.append(replace(chosen, state_sharding=True))
+    if not (chosen.recompute or chosen.offload_activations):
+        tries.append(replace(tries[-1] if tries else chosen, recompute=True))
+        if hosts:
+            tries.append(replace(tries[-1], recompute=False, offload_activations=True))
+    if not chosen.offload and hosts:
+        tries.append(replace(tries[-1] if tries else chosen, offload=True, state_sharding=True))
+    return tries
+
+
+def _fewer_saved(ctx: PlanningContext, plan: Plan) -> Plan:
+    """FT's plan found with every block recomputed (or offloaded), recomputing or offloading only
+    the fewest leading blocks with which it still fits, whichever is faster (search.selective): the
+    same strategy, faster."""
     try:
-        return fewest_recomputed(ctx, plan) or plan
+        return fastest_saving(ctx, plan) or plan
     except KeyboardInterrupt:
-        return marked(plan, Interruption("choosing the fewest blocks to recompute", "every block recomputed"))
+        every = "every block recomputed" if plan.recompute else "every block's activations offloaded"
+        return marked(plan, Interruption("choosing the fewest blocks to recompute or offload", every))
 
 
 def _leanest(front: Frontier, before: Plan) -> Plan:

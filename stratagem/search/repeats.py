@@ -7,7 +7,7 @@
                    whether some op keeps it, whether another consumer keeps it, how many read it,
                    where it comes from (a member of the group by position, the data loader, a
                    weight it owns or not, an op outside); what it saves (also as captured, when
-                   its block recomputes), which input its output views, whether it is recomputed;
+                   its block recomputes), which input its output views, whether it is recomputed or offloaded;
                    and the group's flagged tensors (search.flags) by position
     twin(g)      = the first group with g's signature
 
@@ -60,7 +60,7 @@ def _member(model, graph: Graph, op, position: Mapping[str, int]) -> tuple:
                    for t in op.inputs)
     outputs = tuple(_tensor(model, graph, t, op, position) + (t in saved, t in saved_captured)
                     for t in op.outputs)
-    return (analysis_key(graph, op), inputs, outputs, op.name in model.recomputed,
+    return (analysis_key(graph, op), inputs, outputs, op.name in model.recomputed, op.name in model.offloaded,
             None if viewed is None else op.inputs.index(viewed))
 
 

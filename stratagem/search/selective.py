@@ -23,6 +23,15 @@ its neighbour, then the middle (4 simulations on the zoo's decoders, at most abo
 None when even R_N does not fit. `tests/search/test_selective.py` checks on real models that the
 simulated peak is non-increasing in k, that R_k is the leanest choice of k blocks, and that the
 search finds the k that trying every k finds.
+
+Offloading the first k blocks' activations instead (O_k, cost.activation_offload) holds nothing of
+theirs between forward and backward, and each again while backward runs through it:
+
+    peak(O_k) = c + max( sum_{j>k} a_j ,  max_{j<=k} a_j )
+
+non-increasing in k as well, leaner than R_k (no inputs kept), and slower by the copies to the host
+and back where they do not hide behind compute. `fastest_saving` takes the faster of the fewest
+recomputed and the fewest offloaded blocks that fit, both simulated.
 """
 
 from __future__ import annotations
@@ -33,8 +42,11 @@ from dataclasses import replace
 
 from stratagem.cost.recompute import blocks
 from stratagem.plan import Plan
-from stratagem.search.context import PlanningContext, make_plan, recomputing
+from stratagem.search.context import PlanningContext, make_plan
 from stratagem.sim.builder import Simulation
+
+
+SAVINGS = ("recompute", "offload")      # what the first k blocks do with their activations
 
 
 def first_blocks(ctx: PlanningContext, k: int) -> tuple[str, ...]:
@@ -42,29 +54,37 @@ def first_blocks(ctx: PlanningContext, k: int) -> tuple[str, ...]:
     return tuple(b.name for b in blocks(ctx.graph)[:k])
 
 
-def with_first_recomputed(ctx: PlanningContext, plan: Plan, k: int) -> Plan:
-    """`plan`'s strategy with the first k blocks recomputed and the others keeping their
-    activations (whatever the plan recomputed before), simulated."""
+def with_first(ctx: PlanningContext, k: int, saving: str = "recompute") -> PlanningContext:
+    """The same planning with the first k blocks recomputed (`saving` "recompute") or offloading
+    their activations to host memory ("offload"), the others keeping theirs."""
     names = first_blocks(ctx, k)
+    chosen = (names, ()) if saving == "recompute" else ((), names)
+    return replace(ctx, model=ctx.model.with_activations(*chosen))
+
+
+def with_first_recomputed(ctx: PlanningContext, plan: Plan, k: int, saving: str = "recompute") -> Plan:
+    """`plan`'s strategy with the first k blocks recomputed (or offloaded: `saving`) and the others
+    keeping their activations (whatever the plan did with them before), simulated."""
     details = {key: plan.details[key] for key in ("label", "stage_plan") if key in plan.details}
-    return make_plan(recomputing(ctx, names), plan.strategy, plan.algorithm, details=details)
+    return make_plan(with_first(ctx, k, saving), plan.strategy, plan.algorithm, details=details)
 
 
-def fewest_recomputed(ctx: PlanningContext, plan: Plan) -> Plan | None:
-    """`plan`'s strategy with the fewest leading blocks recomputed that fit ctx's memory cap (the
-    plan itself when it fits keeping every activation, as it is when it recomputes nothing); None
-    when it does not fit even with every block recomputed, or has no repeated blocks."""
+def fewest_recomputed(ctx: PlanningContext, plan: Plan, saving: str = "recompute") -> Plan | None:
+    """`plan`'s strategy with the fewest leading blocks recomputed (or offloaded: `saving`) that fit
+    ctx's memory cap (the plan itself when it fits keeping every activation, as it is when it
+    saves none); None when it does not fit even with every block saved, or has no repeated blocks."""
     if plan.strategy.pipeline is not None:
         raise ValueError("fewest_recomputed chooses blocks for plans without stages; "
                          "search.pipeline recomputes the stages over the cap")
     count, cap = len(blocks(ctx.graph)), ctx.memory_cap_bytes
-    if not plan.recompute and plan.peak_memory_bytes <= cap:
+    keeps_all = not plan.recompute and not plan.offload_activations
+    if keeps_all and plan.peak_memory_bytes <= cap:
         return plan
-    known = {0: plan.peak_memory_bytes} if not plan.recompute else {}   # the plan is R_0's simulation
+    known = {0: plan.peak_memory_bytes} if keeps_all else {}   # the plan is R_0's simulation
 
     def peak(k: int) -> float:
         if k not in known:
-            known[k] = simulated_peak_bytes(ctx, plan, k)
+            known[k] = simulated_peak_bytes(ctx, plan, k, saving)
         return known[k]
 
     if peak(0) <= cap:
@@ -72,7 +92,16 @@ def fewest_recomputed(ctx: PlanningContext, plan: Plan) -> Plan | None:
     if count == 0 or peak(count) > cap:
         return None
     k = least_fitting(peak, cap, 0, count)
-    return _said(with_first_recomputed(ctx, plan, k), k, count)
+    return _said(with_first_recomputed(ctx, plan, k, saving), k, count, saving)
+
+
+def fastest_saving(ctx: PlanningContext, plan: Plan) -> Plan | None:
+    """`plan`'s strategy with the fewest leading blocks recomputed that fit, or with the fewest
+    leading blocks offloaded that fit (where the cluster has hosts to offload to), whichever is
+    faster simulated; None when neither fits."""
+    savings = SAVINGS if ctx.model.cluster.spec.host is not None else SAVINGS[:1]
+    found = [p for p in (fewest_recomputed(ctx, plan, saving) for saving in savings) if p is not None]
+    return min(found, key=lambda p: (p.iteration_time_s, p.peak_memory_bytes), default=None)
 
 
 def recomputed_to_fit(ctx: PlanningContext, plan: Plan) -> Plan:
@@ -82,10 +111,10 @@ def recomputed_to_fit(ctx: PlanningContext, plan: Plan) -> Plan:
     return found if found is not None else with_first_recomputed(ctx, plan, len(blocks(ctx.graph)))
 
 
-def simulated_peak_bytes(ctx: PlanningContext, plan: Plan, k: int) -> float:
-    """The simulated peak memory of `plan`'s strategy with the first k blocks recomputed (what
-    make_plan's plan would say, without pricing the rest of its report)."""
-    model = recomputing(ctx, first_blocks(ctx, k)).model
+def simulated_peak_bytes(ctx: PlanningContext, plan: Plan, k: int, saving: str = "recompute") -> float:
+    """The simulated peak memory of `plan`'s strategy with the first k blocks recomputed (or
+    offloaded: `saving`; what make_plan's plan would say, without pricing the rest of its report)."""
+    model = with_first(ctx, k, saving).model
     return Simulation(model, plan.strategy, representative=True).run().peak_memory_bytes
 
 
@@ -112,8 +141,12 @@ def _narrowed(peak: Callable[[int], float], cap: float, low: int, high: int, k: 
     return (low, k) if peak(k) <= cap else (k, high)
 
 
-def _said(plan: Plan, k: int, count: int) -> Plan:
-    """The plan, its details saying how many blocks it recomputes and why."""
-    note = (f"the first {k} of {count} blocks recomputed: the fewest with which the plan fits the memory cap "
-            "(the first blocks: their recomputation meets no kept activations of earlier blocks)")
-    return replace(plan, details={**plan.details, "selective_recompute": {"blocks": k, "of": count, "note": note}})
+def _said(plan: Plan, k: int, count: int, saving: str = "recompute") -> Plan:
+    """The plan, its details saying how many blocks it recomputes (or offloads) and why."""
+    if saving == "recompute":
+        note = (f"the first {k} of {count} blocks recomputed: the fewest with which the plan fits the memory cap "
+                "(the first blocks: their recomputation meets no kept activations of earlier blocks)")
+        return replace(plan, details={**plan.details, "selective_recompute": {"blocks": k, "of": count, "note": note}})
+    note = (f"the first {k} of {count} blocks' activations offloaded to host memory: the fewest with which the "
+            "plan fits the memory cap (the first blocks: their activations wait longest for backward)")
+    return replace(plan, details={**plan.details, "selective_offload": {"blocks": k, "of": count, "note": note}})

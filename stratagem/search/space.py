@@ -319,7 +319,8 @@ def _edge_key(model, edge, src_configs, dst_configs) -> tuple:
     return (analysis_key(graph, src_op), analysis_key(graph, dst_op), spec.shape, spec.dtype,
             spec.role, src_op.inputs.index(edge.tensor) if edge.tensor in src_op.inputs else
             src_op.outputs.index(edge.tensor), dst_op.inputs.index(edge.tensor), src_configs, dst_configs,
-            edge.tensor in (src_op.saved or ()), edge.tensor in (dst_op.saved or ()),
+            edge.tensor in model.saved_by_op[src_op.name], edge.tensor in model.saved_by_op[dst_op.name],
+            dst_op.name in model.recomputed,
             tuple(t in model.kept_tensors for t in dst_op.outputs), model.viewed_inputs[dst_op.name] is not None,
             other_keepers(graph, edge.tensor, edge.dst_op))
 

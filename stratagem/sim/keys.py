@@ -4,7 +4,8 @@
     key = ((phase · (N + 1) + position) · 8 + slot) · 2^32 + sub
 
 phase: forward 0, backward 1, update 2; position: the op's place in topological order (reversed in
-backward); slot: weight gathers, steps before compute, compute, backward steps, sync; sub: what tells tasks of one
+backward); slot: weight gathers, steps before compute, compute, backward steps, sync, activation offload (forward's copy
+to the host; backward's copy back is a gather-slot task with sub RELOAD_SUB); sub: what tells tasks of one
 (phase, op, slot) apart: a device, a sync step, or an edge and its step (edge · 2^10 + step).
 Every field has its own bits, so keys are unique and exact up to 2^22 edges, 2^10 steps per edge
 and 89 million ops; past that `structural_key` refuses rather than let keys collide (a float key of
@@ -16,10 +17,11 @@ from __future__ import annotations
 from stratagem.errors import StratagemError
 
 FORWARD, BACKWARD, UPDATE = 0, 1, 2
-SLOT_GATHER, SLOT_STEPS, SLOT_COMPUTE, SLOT_BACKWARD_STEPS, SLOT_SYNC = 0, 1, 2, 3, 4
+SLOT_GATHER, SLOT_STEPS, SLOT_COMPUTE, SLOT_BACKWARD_STEPS, SLOT_SYNC, SLOT_OFFLOAD = 0, 1, 2, 3, 4, 5
 SUB_BITS = 32
 STEP_BITS = 10
 MAX_TOP = (1 << (63 - SUB_BITS)) - 1
+RELOAD_SUB = 1 << (SUB_BITS - 1)     # an offloaded op's copy back from the host, before its backward
 
 
 def structural_key(phase: int, position: int, num_ops: int, slot: int, sub: int) -> int:

@@ -16,6 +16,10 @@
     log-probabilities of a cross-entropy) lives from F(o, d) until B(o, d);
   - an op of a recomputed block keeps again what it would have kept, from the block's
     recomputation (the backward of its last op) until its own backward (cost.recompute);
+  - an op of an offloaded block (cost.activation_offload) holds what it would have kept until its
+    copy to the host ends (OD: its outputs, inputs it shares with their producer, its re-scheduled
+    or sliced copies, what its kernel keeps inside), and again from its copy back (OH) until its
+    backward;
 Gradients of activations are not counted (transient, at most a few layers' worth).
 
 `op_buffers` and `edge_buffers` are asked after every unit's tasks exist (a buffer's life ends at
@@ -47,6 +51,7 @@ def op_buffers(state: SimState, name: str) -> BufferSet:
     outputs = [(layout.local_num_elements(state.graph.tensors[t].shape) * dtype_bytes(state.graph.tensors[t].dtype),
                 _output_users(state, name, t)) for t in (() if aliased else op.outputs)]
     recomputed = _recomputed_sizes(state, name)
+    reloaded = _reloaded_sizes(state, name)
     forward, backward = tasks["F"], tasks["B"]
     found = BufferColumns(state.devices_of(name))
     if resident:
@@ -58,6 +63,14 @@ def op_buffers(state: SimState, name: str) -> BufferSet:
         start = _recomputation_starts(state, name)
         for num_bytes in recomputed:
             found.add(num_bytes, start, backward)
+    if reloaded:
+        inside, sizes = reloaded
+        copied_out, copied_in = tasks["OD"][0], tasks["OH"][0]
+        if inside:
+            found.add(inside, forward, copied_out)
+        for num_bytes in (inside, *sizes):
+            if num_bytes:
+                found.add(num_bytes, copied_in, backward)
     for size, users in outputs:
         found.add_users(size, forward, _or_own(users, forward))
     return found.done()
@@ -106,6 +119,8 @@ def edge_buffers(state: SimState, k: int) -> BufferSet:
     viewed = view_source(state, e.dst_op) == k
     view_users = _output_users(state, e.dst_op, state.graph.op(e.dst_op).outputs[0]) if viewed else None
     until = tasks["B"] if kept else tasks["F"]
+    if not kept and option != "keep_before" and _offloads(state, e.dst_op, e.tensor):
+        until = tasks["OD"][0]
     found = BufferColumns(state.devices_of(e.dst_op))
     if viewed:
         found.add_users(size, fwd[0], np.concatenate([task_ids(until).reshape(-1, 1), view_users], axis=1))
@@ -138,16 +153,38 @@ def _recomputed_sizes(state: SimState, name: str) -> list[float]:
     graph = state.graph
     if name not in graph.meta.get("recompute_from", {}):
         return []
-    saved = graph.meta.get("recompute_saved", {}).get(name, ())
     config, op = state.strategy[name], graph.op(name)
     inside = kept_inside(state.model, op, state.model.input_layout(name, config, 0) if op.inputs else None)
     found = [inside] if inside else []
+    return found + _saved_sizes(state, name, graph.meta.get("recompute_saved", {}).get(name, ()))
+
+
+def _saved_sizes(state: SimState, name: str, saved) -> list[float]:
+    """The shard of each of `saved` (inputs or outputs of `name`) on each of its devices."""
+    graph, config, op = state.graph, state.strategy[name], state.graph.op(name)
+    found = []
     for t in saved:
         spec = graph.tensors[t]
         layout = (state.model.layouts.output_layout(name, config) if t in op.outputs
                   else state.model.input_layout(name, config, op.inputs.index(t)))
         found.append(layout.local_num_elements(spec.shape) * dtype_bytes(spec.dtype))
     return found
+
+
+def _offloads(state: SimState, name: str, tensor: str) -> bool:
+    """Whether `name`'s block offloads its activations and `tensor` is one it sends to the host."""
+    return tensor in state.graph.meta.get("offload_saved", {}).get(name, ()) and bool(state.op_tasks[name]["OD"])
+
+
+def _reloaded_sizes(state: SimState, name: str) -> tuple[float, list[float]] | None:
+    """What an offloaded op sends to the host on each of its devices: (what its kernel keeps
+    inside, each saved tensor's shard); None when `name` does not offload."""
+    graph = state.graph
+    if not state.op_tasks[name]["OD"]:
+        return None
+    config, op = state.strategy[name], graph.op(name)
+    inside = kept_inside(state.model, op, state.model.input_layout(name, config, 0) if op.inputs else None)
+    return inside, _saved_sizes(state, name, graph.meta["offload_saved"][name])
 
 
 def _recomputation_starts(state: SimState, name: str) -> list[int]:
@@ -193,10 +230,15 @@ def _output_users(state: SimState, name: str, tensor: str) -> np.ndarray:
             columns.append(_on_shared_devices(state, devices, state.edges[k].dst_op, "F"))
     if tensor in state.saved[name] and not _dropped_by_producer(state, name, tensor):
         columns.append(task_ids(state.op_tasks[name]["B"]).reshape(-1, 1))
+    if _offloads(state, name, tensor):
+        columns.append(np.full((len(devices), 1), state.op_tasks[name]["OD"][0], dtype=np.int64))
     for k in out:                                   # consumers keeping the producer's buffer
         consumer = state.edges[k].dst_op
-        if not state.edge_tasks[k]["fwd"] and state.same_layout(k) and tensor in state.saved[consumer]:
-            columns.append(_on_shared_devices(state, devices, consumer, "B"))
+        if not state.edge_tasks[k]["fwd"] and state.same_layout(k):
+            if tensor in state.saved[consumer]:
+                columns.append(_on_shared_devices(state, devices, consumer, "B"))
+            elif _offloads(state, consumer, tensor):
+                columns.append(_on_shared_devices(state, devices, consumer, "OD"))
     for k in out:                                   # views aliasing it
         view = state.edges[k].dst_op
         if not state.edge_tasks[k]["fwd"] and view_source(state, view) == k:
@@ -207,13 +249,15 @@ def _output_users(state: SimState, name: str, tensor: str) -> np.ndarray:
 
 
 def _on_shared_devices(state: SimState, devices: range, other: str, kind: str) -> np.ndarray:
-    """One column: other's task of `kind` on each of `devices` where `other` runs there, else -1."""
+    """One column: other's task of `kind` on each of `devices` where `other` runs there, else -1
+    (its copy to the host, "OD", is one task for all its devices)."""
     theirs = state.devices_of(other)
     column = np.full((len(devices), 1), -1, dtype=np.int64)
     lo, hi = max(devices.start, theirs.start), min(devices.stop, theirs.stop)
     if lo < hi:
         tasks = state.op_tasks[other][kind]
-        column[lo - devices.start: hi - devices.start, 0] = task_ids(tasks[lo - theirs.start: hi - theirs.start])
+        column[lo - devices.start: hi - devices.start, 0] = (
+            tasks[0] if kind == "OD" else task_ids(tasks[lo - theirs.start: hi - theirs.start]))
     return column
 
 
@@ -243,8 +287,9 @@ def _slice_buffers(state: SimState, k: int) -> BufferSet:
     """A consumer that keeps a local slice of its input (no communication) holds that slice; one
     that keeps a graph input holds its shard of it (the loader's batch, kept for backward)."""
     e = state.edges[k]
+    offloaded = _offloads(state, e.dst_op, e.tensor)
     if e.src_op is not None and (state.is_weight_edge(k) or state.same_layout(k)) \
-            or e.tensor not in state.saved[e.dst_op]:
+            or (e.tensor not in state.saved[e.dst_op] and not offloaded):
         return BufferColumns(range(0)).done()
     q = state.graph.op(e.dst_op)
     dst = state.strategy[e.dst_op]
@@ -252,7 +297,7 @@ def _slice_buffers(state: SimState, k: int) -> BufferSet:
     local = state.model.input_layout(e.dst_op, dst, q.inputs.index(e.tensor)).local_num_elements(spec.shape)
     tasks = state.op_tasks[e.dst_op]
     found = BufferColumns(state.devices_of(e.dst_op))
-    found.add(local * dtype_bytes(spec.dtype), tasks["F"], tasks["B"])
+    found.add(local * dtype_bytes(spec.dtype), tasks["F"], tasks["OD"][0] if offloaded else tasks["B"])
     return found.done()
 
 

@@ -12,6 +12,9 @@ For an op o at configuration c, costs oc = model.op_cost(o, c):
         every F(o, .) and each device reached o's turn in backward (B of the op after o there),
         before every B(o, .); "offloaded"'s chains start with the copy of the shards in from the
         host, its sync steps end with the gradient's copy out
+    activation offload (oc.offload, oc.reload; cost.activation_offload): the copy to the host after
+        every F(o, .); the copy back after it and after backward reached o's block (every B of the
+        ops after the block's last op on o's devices), before every B(o, .)
 For an edge e = (tensor t, producer p or the data loader or the weight's owner, consumer q):
     forward steps (edge cost's forward_steps): a chain of tasks after every F(p, .) (none for
         inputs and weights) and after each of q's devices reached q's turn (`SimState.turn_of`:
@@ -29,7 +32,8 @@ sends, a sharded weight's gathers) is a new producer of this shape.
 from __future__ import annotations
 
 from stratagem.sim.keys import (
-    BACKWARD, FORWARD, SLOT_BACKWARD_STEPS, SLOT_COMPUTE, SLOT_GATHER, SLOT_STEPS, SLOT_SYNC, UPDATE, edge_step_sub,
+    BACKWARD, FORWARD, RELOAD_SUB, SLOT_BACKWARD_STEPS, SLOT_COMPUTE, SLOT_GATHER, SLOT_OFFLOAD, SLOT_STEPS, SLOT_SYNC,
+    UPDATE, edge_step_sub,
 )
 from stratagem.sim.state import SimState
 from stratagem.sim.taskgraph import TaskMeta
@@ -40,14 +44,17 @@ def add_op(state: SimState, name: str) -> None:
     devices = state.devices_of(name)
     cost = state.model.op_cost(name, config)
     graph = state.tasks
-    tasks: dict[str, list[int]] = {"F": [], "B": [], "U": [], "sync": [], "G": [], "BG": []}
+    tasks: dict[str, list[int]] = {"F": [], "B": [], "U": [], "sync": [], "G": [], "BG": [], "OD": [], "OH": []}
     tasks["G"] = _gathers(state, name, cost.gather, FORWARD)
     tasks["F"] = graph.add_compute(cost.forward_time_s, devices, state.keys(FORWARD, name, SLOT_COMPUTE, devices),
                                    TaskMeta(f"{name} fwd", "forward", name), shared=tasks["G"][-1:])
     if cost.regather:
         tasks["BG"] = _gathers(state, name, cost.gather, BACKWARD, after=list(tasks["F"]))
+    if cost.offload:
+        _host_copies(state, name, cost, tasks)
     tasks["B"] = graph.add_compute(cost.backward_time_s, devices, state.keys(BACKWARD, name, SLOT_COMPUTE, devices),
-                                   TaskMeta(f"{name} bwd", "backward", name), shared=tasks["BG"][-1:], each=tasks["F"])
+                                   TaskMeta(f"{name} bwd", "backward", name),
+                                   shared=tasks["BG"][-1:] + tasks["OH"], each=tasks["F"])
     state.op_tasks[name] = tasks
     _chain(state, name)
     previous = list(tasks["B"])
@@ -60,6 +67,56 @@ def add_op(state: SimState, name: str) -> None:
         tasks["U"] = graph.add_compute(cost.update_time_s, devices, state.keys(UPDATE, name, SLOT_COMPUTE, devices),
                                        TaskMeta(f"{name} update", "update", name), shared=previous if tasks["sync"] else (),
                                        each=None if tasks["sync"] else tasks["B"])
+
+
+def _host_copies(state: SimState, name: str, cost, tasks: dict[str, list[int]]) -> None:
+    """An offloaded op's activations to the host after its forward (OD) and back (OH) once its
+    copy out ended and backward reached its block (`_block_turn`; B(name, .) waits for OH)."""
+    graph = state.tasks
+    (out,), (back,) = cost.offload, cost.reload
+    tasks["OD"] = [graph.add(out.time_s, graph.step_resources(out), list(tasks["F"]),
+                             state.key(FORWARD, name, SLOT_OFFLOAD, 0),
+                             TaskMeta(f"{name} offload", "host copy", name, out.num_bytes * len(out.groups)))]
+    tasks["OH"] = [graph.add(back.time_s, graph.step_resources(back), tasks["OD"] + _block_turn(state, name),
+                             state.key(BACKWARD, name, SLOT_GATHER, RELOAD_SUB),
+                             TaskMeta(f"{name} reload", "host copy", name, back.num_bytes * len(back.groups)))]
+
+
+def _block_turn(state: SimState, name: str) -> list[int]:
+    """The tasks after which backward reaches `name`'s block on each device d of `name`: B of the
+    first op after the block's last op that runs on d (none: nothing after the block runs there).
+    `_wire_reloads` adds them from the other side when that op's tasks come later."""
+    last = state.position[state.graph.meta["offload_from"][name]]
+    ops, found, left = state.graph.ops, [], [state.devices_of(name)]
+    i = last + 1
+    while left and i < len(ops):
+        other, rest = state.devices_of(ops[i].name), []
+        for piece in left:
+            lo, hi = max(piece.start, other.start), min(piece.stop, other.stop)
+            if lo >= hi:
+                rest.append(piece)
+                continue
+            if ops[i].name in state.op_tasks:
+                found += _tasks_on(state, ops[i].name, "B", range(lo, hi))
+            rest += [r for r in (range(piece.start, lo), range(hi, piece.stop)) if len(r)]
+        left, i = rest, i + 1
+    return found
+
+
+def _wire_reloads(state: SimState, name: str, before: str, devices: range) -> None:
+    """`name` is the op after `before` on `devices`: where `before` lies in an offloaded block
+    that ends before `name`, the reloads of that block's ops on those devices wait for B(name)."""
+    last = state.graph.meta.get("offload_from", {}).get(before)
+    if last is None or state.position[last] >= state.position[name]:
+        return
+    for o in state.graph.meta["offload_blocks"][last]:
+        tasks = state.op_tasks.get(o)
+        if not tasks or not tasks["OH"]:
+            continue
+        theirs = state.devices_of(o)
+        lo, hi = max(theirs.start, devices.start), min(theirs.stop, devices.stop)
+        if lo < hi:
+            state.tasks.add_preds(tasks["OH"][0], _tasks_on(state, name, "B", range(lo, hi)))
 
 
 def _gathers(state: SimState, name: str, steps, phase: int, after: list[int] = ()) -> list[int]:
@@ -106,6 +163,7 @@ def _chain(state: SimState, name: str) -> None:
         if before in state.op_tasks:
             store.link(_forward_entries(state, name, devices), _tasks_on(state, before, "F", devices))
             store.link(_backward_entries(state, before, devices), _tasks_on(state, name, "B", devices))
+            _wire_reloads(state, name, before, devices)
     for after, devices in state.neighbours(name, +1):
         if after in state.op_tasks:
             store.link(_forward_entries(state, after, devices), _tasks_on(state, name, "F", devices))
@@ -118,6 +176,7 @@ def bridge(state: SimState, name: str, device: int) -> None:
     if before is not None and after is not None:
         state.tasks.add_preds(_forward_entry(state, after, device), [_task_on(state, before, "F", device)])
         state.tasks.add_preds(_backward_entry(state, before, device), [_task_on(state, after, "B", device)])
+        _wire_reloads(state, after, before, range(device, device + 1))
 
 
 def _task_on(state: SimState, name: str, kind: str, device: int) -> int:

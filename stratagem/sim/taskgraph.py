@@ -28,7 +28,7 @@ from stratagem.sim.memory import task_ids
 from stratagem.sim.store import TaskStore
 from stratagem.sim.trace import TraceTask
 
-CATEGORIES = ("forward", "backward", "update", "sync", "reschedule", "gather")
+CATEGORIES = ("forward", "backward", "update", "sync", "reschedule", "gather", "host copy")
 COMPUTE = 3          # categories below this index run on devices
 
 

@@ -1,5 +1,6 @@
-"""Selective recomputation (search.selective): the fewest leading blocks recomputed that fit the cap,
-checked against trying every k and every choice of blocks on real models."""
+"""Selective recomputation and offload (search.selective): the fewest leading blocks recomputed, or
+offloaded, that fit the cap, and the faster of the two, checked against trying every k and every
+choice of blocks on real models."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ import pytest
 from stratagem.cost.recompute import blocks
 from stratagem.frontend import zoo
 from stratagem.search import registry
-from stratagem.search.context import context, recomputing
-from stratagem.search.selective import fewest_recomputed, least_fitting, simulated_peak_bytes
+from stratagem.search.context import context, offloading, recomputing
+from stratagem.search.selective import fastest_saving, fewest_recomputed, least_fitting, simulated_peak_bytes
 from stratagem.sim.builder import Simulation
 
 CLUSTER, DEVICES = "a100-1x8", 2
@@ -65,9 +66,9 @@ def test_a_plan_recomputing_nothing_is_not_simulated_again_for_k_0(gpt, monkeypa
     peaks = [runs[tuple(names[:k])][0] for k in range(len(names) + 1)]
     probed = []
 
-    def counted(ctx, plan, k):
+    def counted(ctx, plan, k, saving):
         probed.append(k)
-        return simulated_peak_bytes(ctx, plan, k)
+        return simulated_peak_bytes(ctx, plan, k, saving)
 
     monkeypatch.setattr("stratagem.search.selective.simulated_peak_bytes", counted)
     capped = context(ctx.graph, CLUSTER, DEVICES, memory_cap_bytes=peaks[2])
@@ -117,3 +118,46 @@ def test_practitioners_plans_recompute_only_what_the_cap_needs(gpt):
     tight = context(ctx.graph, CLUSTER, DEVICES, memory_cap_bytes=peaks[-1] - 1)
     leanest = registry.run(tight, "fsdp", {"recompute_to_fit": True})
     assert leanest.recompute == tuple(names) and leanest.peak_memory_bytes > tight.memory_cap_bytes
+
+
+@pytest.fixture(scope="module")
+def offloads(gpt):
+    """The simulated (peak, time) of every set of gpt-tiny's blocks offloading their activations."""
+    ctx, plan, names, _ = gpt
+    runs = {subset: Simulation(offloading(ctx, subset).model, plan.strategy, representative=True).run()
+            for k in range(len(names) + 1) for subset in itertools.combinations(names, k)}
+    return {s: (r.peak_memory_bytes, r.iteration_time_s) for s, r in runs.items()}
+
+
+def test_offloading_the_first_blocks_is_the_leanest_choice_of_as_many_and_leaner_than_recomputing(gpt, offloads):
+    ctx, plan, names, recomputed = gpt
+    firsts = [offloads[tuple(names[:k])] for k in range(len(names) + 1)]
+    for k, (peak, _) in enumerate(firsts):
+        assert peak == min(p for s, (p, _) in offloads.items() if len(s) == k)
+        assert peak == simulated_peak_bytes(ctx, plan, k, "offload")
+        assert k == 0 or peak < recomputed[tuple(names[:k])][0]          # no block inputs kept
+    peaks, times = [p for p, _ in firsts], [t for _, t in firsts]
+    assert all(a > b for a, b in zip(peaks, peaks[1:]))
+    assert all(a < b for a, b in zip(times, times[1:]))                  # copies out and back
+
+
+def test_the_faster_of_the_fewest_recomputed_and_the_fewest_offloaded_is_chosen(gpt, offloads):
+    ctx, plan, names, recomputed = gpt
+    rec = [recomputed[tuple(names[:k])] for k in range(len(names) + 1)]
+    off = [offloads[tuple(names[:k])] for k in range(len(names) + 1)]
+    for cap in sorted({p for p, _ in rec[1:] + off[1:]}):
+        capped = context(ctx.graph, CLUSTER, DEVICES, memory_cap_bytes=cap)
+        fitting = [(t, "recompute", k) for k, (p, t) in enumerate(rec) if p <= cap] + \
+                  [(t, "offload", k) for k, (p, t) in enumerate(off) if p <= cap]
+        found = fastest_saving(capped, plan)
+        if not fitting:
+            assert found is None
+            continue
+        time_s, saving, k = min(fitting)                 # each saving's fewest blocks is its fastest
+        assert found.iteration_time_s == time_s and found.peak_memory_bytes <= cap
+        names_k = tuple(names[:k])
+        assert (found.recompute, found.offload_activations) == ((names_k, ()) if saving == "recompute" else ((), names_k))
+    leanest = context(ctx.graph, CLUSTER, DEVICES, memory_cap_bytes=off[-1][0])   # below every recomputation
+    assert rec[-1][0] > off[-1][0]
+    found = fastest_saving(leanest, plan)
+    assert found.offload_activations == tuple(names) and found.details["selective_offload"]["blocks"] == len(names)
