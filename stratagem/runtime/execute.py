@@ -33,6 +33,12 @@ host memory) runs on CPU ranks, where host memory is the device's, as "sharded" 
 training, none of the memory it saves on a GPU; GPU ranks refuse it (not built: the shards would
 live in pinned host memory and be copied in before each gather, as FSDP2's CPUOffloadPolicy does).
 
+Activation offload (cost.activation_offload): each op of an offloaded block runs its kernel under
+saved-tensor hooks (runtime.activation_offload) that copy what autograd saves of its activations to
+host memory and back for backward, weights (and gathered weights' notes) left on the device;
+`offloaded_bytes` says how many bytes the last forward sent. On CPU ranks the copies are real but
+save nothing: the training is checked, the memory is not.
+
 Mixed precision (a plan whose graph computes in bf16 while the module's weights are float32, the
 plan's `precision` "bf16-mixed"): parameters stay float32 DTensors, the master weights any
 torch.optim optimizer steps; an op reads a weight cast to the graph's dtype, cast before it is
@@ -47,6 +53,7 @@ import weakref
 from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import torch
@@ -55,18 +62,20 @@ from torch import nn
 from torch.distributed.tensor import DTensor, distribute_tensor
 from torch.utils.checkpoint import checkpoint
 
+from stratagem.cost.activation_offload import check_offload
 from stratagem.cost.recompute import blocks
 from stratagem.space.tensor_layout import TensorLayout
 from stratagem.frontend.precision import cast_floating, recorded_constant, torch_dtype
 from stratagem.ir import Role, has_master_weights, weight_owner
 from stratagem.plan import Plan
+from stratagem.runtime.activation_offload import offloaded
 from stratagem.runtime.errors import ExecutionError
 from stratagem.runtime.halo import with_halo
 from stratagem.runtime.localops import run_local
 from stratagem.runtime.meshes import MeshBook, torch_placements
 from stratagem.runtime.move import move
 from stratagem.runtime.op_timing import OpTimer, settled
-from stratagem.runtime.regather import freed_after_forward
+from stratagem.runtime.regather import freed_after_forward, gathered_weights
 from stratagem.runtime.schedule import OpStep, Schedule, build_schedule
 from stratagem.space import REPLICATE
 
@@ -92,6 +101,8 @@ class PlanModule(nn.Module):
         kept = set(plan.graph.outputs) | set(self.state_updates.values())
         self._released = released_after(self.schedule, kept)
         self._blocks = recomputed_blocks(plan, self.schedule, kept)
+        self._offloaded = offloaded_ops(plan)
+        self.offloaded_bytes = 0          # sent to host memory by the last forward (offloaded blocks)
         self._install(weights)
 
     # ---- parameters ---------------------------------------------------------------------------
@@ -181,6 +192,7 @@ class PlanModule(nn.Module):
         if len(inputs) != len(graph.inputs):
             raise ExecutionError("wrong number of inputs", expected=f"{len(graph.inputs)} ({', '.join(graph.inputs)})",
                                  got=str(len(inputs)))
+        self.offloaded_bytes = 0
         values = self._resident_values()
         for name, x in zip(graph.inputs, inputs):
             values[name] = self._input(name, self._cast(name, x.to(self.device)))
@@ -271,9 +283,7 @@ class PlanModule(nn.Module):
                 dropped.append(local)
         if self.timer is not None:
             locals_ = [self.timer.stamp(x, step.op.name, "in") for x in locals_]
-        hooks = (freed_after_forward({i: locals_[i] for i in step.stored}, lambda i: self._regather(step, i))
-                 if step.regather and regather else nullcontext())
-        with hooks:
+        with self._saved_hooks(step, locals_, regather):
             result = run_local(step.op.kind, step.attrs, locals_, step.view, step.analysis, step.adapter)
         results = list(result) if isinstance(result, (tuple, list)) else [result]
         results = [self._cast(t, r) for t, r in zip(step.op.outputs, results)]
@@ -285,6 +295,24 @@ class PlanModule(nn.Module):
         return [DTensor.from_local(r, mesh, placements, shape=torch.Size(self.plan.graph.tensors[t].shape),
                                    stride=_contiguous_stride(self.plan.graph.tensors[t].shape))
                 for t, r in zip(step.op.outputs, results)]
+
+    def _saved_hooks(self, step: OpStep, locals_: list[torch.Tensor | None], regather: bool):
+        """What the kernel saves for backward, as the plan keeps it: an offloaded block's op sends
+        its activations to host memory (runtime.activation_offload), weights left on the device
+        and gathered ones noted to be gathered again; under "sharded" alone, only the notes
+        (runtime.regather); else as autograd saves it."""
+        gathered = {i: locals_[i] for i in step.stored} if step.regather and regather else None
+        again = partial(self._regather, step)
+        if step.op.name in self._offloaded:
+            graph = self.plan.graph
+            weights = [x for t, x in zip(step.op.inputs, locals_)
+                       if graph.tensors[t].role in (Role.WEIGHT, Role.BUFFER)]
+            notes = gathered_weights(gathered, again) if gathered is not None else None
+            return offloaded(weights, self._count_offloaded, notes)
+        return freed_after_forward(gathered, again) if gathered is not None else nullcontext()
+
+    def _count_offloaded(self, size_bytes: int) -> None:
+        self.offloaded_bytes += size_bytes
 
     def _regather(self, step: OpStep, position: int) -> torch.Tensor:
         """The local block of weight input `position`, gathered again from its shards (backward)."""
@@ -322,6 +350,14 @@ def recomputed_blocks(plan: Plan, schedule: Schedule, kept: set[str]) -> dict[in
         outputs = tuple(t for name in block.ops for t in plan.graph.op(name).outputs if t in read_after)
         found[start] = RecomputedBlock(start, end, block.inputs, outputs)
     return found
+
+
+def offloaded_ops(plan: Plan) -> frozenset[str]:
+    """The ops of the plan's offloaded blocks (cost.activation_offload), checked: blocks of the
+    graph, none also recomputed (a recomputed block runs under torch.utils.checkpoint, whose own
+    saved-tensor hooks would be the innermost)."""
+    names = set(check_offload(plan.graph, plan.offload_activations, plan.recompute))
+    return frozenset(op for block in blocks(plan.graph) if block.name in names for op in block.ops)
 
 
 def released_after(schedule: Schedule, kept: set[str]) -> tuple[tuple[tuple[str, ...], tuple[tuple], ...], ...]:

@@ -24,33 +24,56 @@ import torch
 
 
 @dataclass(frozen=True)
-class _Note:
+class Note:
+    """Where a saved tensor lay in a gathered weight: what backward gathers again."""
     position: int
     size: tuple[int, ...]
     stride: tuple[int, ...]
     offset: int                 # storage offset relative to the gathered weight's
 
 
+@dataclass(frozen=True)
+class GatheredWeights:
+    """One op's gathered weights, as the saved-tensor hooks see them: `note` packs a saved tensor
+    lying in one of them (else None), `restore` unpacks a note. A value of its own, so that another
+    pair of hooks (runtime.activation_offload) can do this as well as its own work: PyTorch applies
+    only the innermost saved_tensors_hooks."""
+    storages: Mapping[int, tuple[int, int]]       # storage address -> (input position, its offset)
+    regather: Callable[[int], torch.Tensor]
+
+    def note(self, t: torch.Tensor) -> Note | None:
+        found = self.storages.get(_storage(t)) if t.layout == torch.strided and t.numel() else None
+        if found is None:
+            return None
+        position, base = found
+        return Note(position, tuple(t.size()), tuple(t.stride()), t.storage_offset() - base)
+
+    def restore(self, saved: Note) -> torch.Tensor:
+        whole = self.regather(saved.position).contiguous()
+        return whole.as_strided(saved.size, saved.stride, whole.storage_offset() + saved.offset)
+
+
+def gathered_weights(gathered: Mapping[int, torch.Tensor],
+                     regather: Callable[[int], torch.Tensor]) -> GatheredWeights:
+    """`gathered`: input position -> the gathered local weight the kernel reads (contiguous ones
+    only are noted); `regather(position)`: that weight gathered again."""
+    return GatheredWeights({_storage(w): (i, w.storage_offset()) for i, w in gathered.items()
+                            if w is not None and w.is_contiguous() and w.numel()}, regather)
+
+
 @contextmanager
 def freed_after_forward(gathered: Mapping[int, torch.Tensor],
                         regather: Callable[[int], torch.Tensor]) -> Iterator[None]:
-    """`gathered`: input position -> the gathered local weight the kernel reads (contiguous ones
-    only are noted); `regather(position)`: that weight gathered again."""
-    storages = {_storage(w): (i, w.storage_offset()) for i, w in gathered.items()
-                if w is not None and w.is_contiguous() and w.numel()}
+    """The kernel's saved copies of the gathered weights noted in forward, gathered again in
+    backward (arguments as `gathered_weights`)."""
+    weights = gathered_weights(gathered, regather)
 
     def pack(t: torch.Tensor):
-        found = storages.get(_storage(t)) if t.layout == torch.strided and t.numel() else None
-        if found is None:
-            return t
-        position, base = found
-        return _Note(position, tuple(t.size()), tuple(t.stride()), t.storage_offset() - base)
+        note = weights.note(t)
+        return t if note is None else note
 
     def unpack(saved):
-        if not isinstance(saved, _Note):
-            return saved
-        whole = regather(saved.position).contiguous()
-        return whole.as_strided(saved.size, saved.stride, whole.storage_offset() + saved.offset)
+        return weights.restore(saved) if isinstance(saved, Note) else saved
 
     with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
         yield

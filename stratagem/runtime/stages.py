@@ -3,8 +3,8 @@
 A plan with stages (space.pipeline) holds the graph of one micro-batch; stage s of p runs
 graph.ops[start_s : start_{s+1}] on devices [s d, (s + 1) d), d = num_devices / p. The runtime
 (runtime.pipeline) runs each stage as an ordinary plan for d devices, so everything the op-by-op
-interpreter does (splits, sharded weight states, recomputed blocks, mixed precision) holds inside
-a stage unchanged:
+interpreter does (splits, sharded weight states, recomputed and offloaded blocks, mixed precision)
+holds inside a stage unchanged:
 
     Stage(s).plan   graph    the stage's ops; its inputs, in this order: the activations it
                              receives (`received`: the boundary tensors of cut s - 1), then the
@@ -15,6 +15,7 @@ a stage unchanged:
                              a weight read in two stages); weights no op reads go with stage 0.
                     configurations  each op's, moved down by s d onto devices 0..d-1
                     recompute       the plan's recomputed blocks found in the stage's graph
+                    offload_activations   the plan's offloaded blocks found there, likewise
     stage_schedules(stages, i)     what rank s d + i runs in each stage (runtime.schedule): a
                              received activation arrives in the layout its producer left it in
                              (the sender passes its local block, rank s d + i to (s + 1) d + i), so
@@ -97,7 +98,8 @@ def _stage(plan: Plan, s: int, p: int, names: tuple[str, ...], received: tuple[s
     found = {b.name for b in blocks(graph)}
     stage_plan = Plan(graph, plan.cluster, plan.num_devices // p, strategy, algorithm=plan.algorithm,
                       optimizer=plan.optimizer, model=plan.model, precision=plan.precision,
-                      recompute=tuple(b for b in plan.recompute if b in found))
+                      recompute=tuple(b for b in plan.recompute if b in found),
+                      offload_activations=tuple(b for b in plan.offload_activations if b in found))
     inputs = tuple(t for t in graph.inputs if t not in received)
     return Stage(s, p, stage_plan, tuple(received), inputs, tuple(sent))
 
