@@ -116,17 +116,20 @@ def _saving_memory(ctx: PlanningContext, chosen: Any, failed: NothingFits) -> Pl
 def _memory_saving_tries(ctx: PlanningContext, chosen: Any) -> list[Any]:
     """FT's options for each search after none fitted, each saving more than the one before:
     weights held sharded as a choice; also every block recomputed; where the cluster has hosts,
-    every block's activations offloaded instead, then shards offloaded as a choice too."""
+    every block's activations offloaded instead; then, blocks recomputed, shards offloaded to host
+    memory as a choice."""
     hosts = ctx.model.cluster.spec.host is not None
     tries = []
     if not chosen.state_sharding:
         tries.append(replace(chosen, state_sharding=True))
+    base = tries[-1] if tries else chosen
     if not (chosen.recompute or chosen.offload_activations):
-        tries.append(replace(tries[-1] if tries else chosen, recompute=True))
+        tries.append(replace(base, recompute=True))
         if hosts:
-            tries.append(replace(tries[-1], recompute=False, offload_activations=True))
+            tries.append(replace(base, offload_activations=True))
+        base = tries[-2] if hosts else tries[-1]
     if not chosen.offload and hosts:
-        tries.append(replace(tries[-1] if tries else chosen, offload=True, state_sharding=True))
+        tries.append(replace(base, offload=True, state_sharding=True))
     return tries
 
 

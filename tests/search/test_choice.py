@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from stratagem import zoo
+from stratagem.errors import ConfigError
 from stratagem.plan import Frontier
 from stratagem.search.context import NothingFits, context
 from stratagem.search.ft_search import frontier
@@ -119,3 +120,26 @@ def test_a_frontier_whose_other_points_are_all_ruled_out_keeps_its_first(monkeyp
     assert lean.details["ruled_out"]["points"] == len(list(whole)) - 1
     (first,) = lean
     assert first.additive_time_s == min(p.additive_time_s for p in whole)
+
+
+def test_the_searches_after_nothing_fits_save_more_each_and_offload_activations_only_where_there_are_hosts():
+    from stratagem.search.ft_search import FTSearchOptions
+    from stratagem.search.modes import _memory_saving_tries
+    graph = zoo.build("mlp-tiny")
+    tries = _memory_saving_tries(context(graph, "a100-1x8", 2), FTSearchOptions())
+    assert [(t.state_sharding, t.recompute, t.offload_activations, t.offload) for t in tries] == [
+        (True, False, False, False), (True, True, False, False), (True, False, True, False), (True, True, False, True)]
+    hostless = _memory_saving_tries(context(graph, "cpu-1x2", 2), FTSearchOptions())
+    assert [(t.recompute, t.offload_activations, t.offload) for t in hostless] == [(False, False, False), (True, False, False)]
+    with pytest.raises(ConfigError, match="recomputes or offloads its activations, not both"):
+        _ = FTSearchOptions(recompute=True, offload_activations=True).searched_space
+
+
+def test_under_a_cap_only_offloaded_activations_meet_the_modes_return_such_a_plan():
+    """gpt-tiny on 2 A100s under 126 MiB: no plan fits with every block recomputed (the leanest
+    needs its blocks' inputs), one with every block's activations offloaded does."""
+    from stratagem.search.modes import least_time_ft
+    graph = zoo.build("gpt-tiny")
+    chosen = least_time_ft(context(graph, "a100-1x8", 2, memory_cap_bytes="126MiB"))
+    assert chosen.offload_activations and not chosen.recompute and chosen.peak_memory_bytes <= 126 * 2**20
+    assert chosen.details["host_memory"]["per_node_bytes"] > 0
