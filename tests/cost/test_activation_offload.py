@@ -4,7 +4,6 @@ force) prices it as the cost model does."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from stratagem.cost import CostModel
@@ -79,22 +78,12 @@ def test_the_simulator_frees_offloaded_activations_after_their_copy_and_holds_th
 
 @pytest.mark.parametrize("seed", range(6))
 def test_delta_simulation_with_offloaded_activations_gives_the_full_timeline(seed):
-    from tests.sim.test_builder import timeline
-    graph = layered(3)
+    """Blocks offloaded (and one recomputed beside them, on odd seeds), ops moved at random."""
+    from tests.sim.test_builder import assert_delta_is_full
     offload = ("layers.0", "layers.2") if seed % 2 else ("layers.1",)
     recompute = ("layers.1",) if seed % 2 else ()
-    model = CostModel(graph, "v100-2x8", num_devices=4, offload_activations=offload, recompute=recompute)
-    rng = np.random.default_rng(seed)
-    configs = {op.name: model.configurations(op.name) for op in graph.ops}
-    sim = Simulation(model, {op: c[rng.integers(len(c))] for op, c in configs.items()})
-    sim.run()
-    for _ in range(5):
-        op = list(configs)[rng.integers(len(configs))]
-        delta = sim.change(op, configs[op][rng.integers(len(configs[op]))])
-        fresh = Simulation(model, dict(sim.strategy))
-        full = fresh.run()
-        assert timeline(sim) == timeline(fresh)
-        assert (delta.iteration_time_s, delta.peak_memory_per_device) == (full.iteration_time_s, full.peak_memory_per_device)
+    model = CostModel(layered(3), "v100-2x8", num_devices=4, offload_activations=offload, recompute=recompute)
+    assert_delta_is_full(model, seed, 5)
 
 
 def test_a_reload_waits_for_the_first_op_after_the_block_on_each_device_under_any_placement():

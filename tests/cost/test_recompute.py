@@ -3,7 +3,6 @@ that the simulator (full and delta) and FT (against brute force) price it as the
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from stratagem.cost import CostModel
@@ -96,20 +95,8 @@ def test_the_simulator_holds_a_blocks_activations_again_during_its_backward():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_delta_simulation_with_recomputation_gives_the_full_timeline(seed):
-    from tests.sim.test_builder import timeline
-    graph = layered(2)
-    model = CostModel(graph, "v100-2x8", num_devices=4, recompute=("layers.0", "layers.1"))
-    rng = np.random.default_rng(seed)
-    configs = {op.name: model.configurations(op.name) for op in graph.ops}
-    sim = Simulation(model, {op: c[rng.integers(len(c))] for op, c in configs.items()})
-    sim.run()
-    for _ in range(4):
-        op = list(configs)[rng.integers(len(configs))]
-        delta = sim.change(op, configs[op][rng.integers(len(configs[op]))])
-        fresh = Simulation(model, dict(sim.strategy))
-        full = fresh.run()
-        assert timeline(sim) == timeline(fresh)
-        assert (delta.iteration_time_s, delta.peak_memory_per_device) == (full.iteration_time_s, full.peak_memory_per_device)
+    from tests.sim.test_builder import assert_delta_is_full
+    assert_delta_is_full(CostModel(layered(2), "v100-2x8", num_devices=4, recompute=("layers.0", "layers.1")), seed, 4)
 
 
 def test_ft_finds_the_exact_frontier_with_recomputation():

@@ -120,11 +120,16 @@ WITH_STATES = SpaceOptions(state_sharding=True, offload=True)    # weight owners
 @settings(max_examples=40, deadline=None)
 @given(st.sampled_from(sorted(GRAPHS)), st.integers(0, 2**31), st.integers(1, 6))
 def test_delta_simulation_gives_the_full_timeline(models, name, seed, changes):
-    model = models[name]
+    assert_delta_is_full(models[name], seed, changes, WITH_STATES)
+
+
+def assert_delta_is_full(model, seed: int, changes: int, options=None) -> None:
+    """From a random strategy, `changes` random edits, each simulated delta: the timeline, the
+    time and every device's peak equal a fresh full simulation's."""
     rng = np.random.default_rng(seed)
-    configs = {op.name: model.configurations(op.name, WITH_STATES) for op in model.graph.ops}
-    strategy = {op: c[rng.integers(len(c))] for op, c in configs.items()}
-    sim = Simulation(model, strategy)
+    configs = {op.name: model.configurations(op.name, *(() if options is None else (options,)))
+               for op in model.graph.ops}
+    sim = Simulation(model, {op: c[rng.integers(len(c))] for op, c in configs.items()})
     sim.run()
     for _ in range(changes):
         op = list(configs)[rng.integers(len(configs))]
