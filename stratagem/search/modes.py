@@ -10,8 +10,9 @@
                                        activations offloaded instead (`offload_activations`), its plan
                                        then recomputing or offloading only the fewest leading blocks
                                        that fit, the faster (search.selective), then with shards
-                                       offloaded to host memory as a choice (`offload`); any other
-                                       search its plan.
+                                       offloaded to host memory as a choice (`offload`; every block
+                                       recomputed, then every block offloaded); any other search
+                                       its plan.
                                        Returns (plan, fits): the leanest plan when nothing fits.
     mini_time          least time under the cap on the devices given
     mini_parallelism   the fewest devices that fit (device counts from `device_counts`, ascending)
@@ -72,7 +73,8 @@ def least_time_ft(ctx: PlanningContext, options: Any = None) -> Plan:
     a choice, then also with every block recomputed (each unless it already was), then with every
     block's activations offloaded instead (where the cluster has a host section), its plan then
     recomputing or offloading only the fewest leading blocks that fit, then also with shards
-    offloaded to host memory as a choice (where the cluster has a host section). NothingFits carries the leanest
+    offloaded to host memory as a choice (where the cluster has a host section; every block
+    recomputed, then every block offloaded). NothingFits carries the leanest
     plan seen (`leanest`). Stopped by Ctrl-C (search.stopping), no further search runs: the
     plan chosen from what was found, or NothingFits with the leanest plan, marked."""
     chosen = registry.make_options("ft", options)
@@ -116,20 +118,22 @@ def _saving_memory(ctx: PlanningContext, chosen: Any, failed: NothingFits) -> Pl
 def _memory_saving_tries(ctx: PlanningContext, chosen: Any) -> list[Any]:
     """FT's options for each search after none fitted, each saving more than the one before:
     weights held sharded as a choice; also every block recomputed; where the cluster has hosts,
-    every block's activations offloaded instead; then, blocks recomputed, shards offloaded to host
-    memory as a choice."""
+    every block's activations offloaded instead; then shards offloaded to host memory as a choice
+    too, with every block recomputed, and last with every block's activations offloaded."""
     hosts = ctx.model.cluster.spec.host is not None
     tries = []
     if not chosen.state_sharding:
         tries.append(replace(chosen, state_sharding=True))
     base = tries[-1] if tries else chosen
-    if not (chosen.recompute or chosen.offload_activations):
+    saving = not (chosen.recompute or chosen.offload_activations)
+    if saving:
         tries.append(replace(base, recompute=True))
         if hosts:
             tries.append(replace(base, offload_activations=True))
-        base = tries[-2] if hosts else tries[-1]
     if not chosen.offload and hosts:
-        tries.append(replace(base, offload=True, state_sharding=True))
+        offloaded = replace(base, offload=True, state_sharding=True)
+        tries += [replace(offloaded, recompute=True), replace(offloaded, offload_activations=True)] if saving \
+            else [offloaded]
     return tries
 
 

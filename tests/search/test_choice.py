@@ -128,7 +128,11 @@ def test_the_searches_after_nothing_fits_save_more_each_and_offload_activations_
     graph = zoo.build("mlp-tiny")
     tries = _memory_saving_tries(context(graph, "a100-1x8", 2), FTSearchOptions())
     assert [(t.state_sharding, t.recompute, t.offload_activations, t.offload) for t in tries] == [
-        (True, False, False, False), (True, True, False, False), (True, False, True, False), (True, True, False, True)]
+        (True, False, False, False), (True, True, False, False), (True, False, True, False), (True, True, False, True),
+        (True, False, True, True)]
+    asked = _memory_saving_tries(context(graph, "a100-1x8", 2), FTSearchOptions(recompute=True))
+    assert [(t.state_sharding, t.recompute, t.offload_activations, t.offload) for t in asked] == [
+        (True, True, False, False), (True, True, False, True)]
     hostless = _memory_saving_tries(context(graph, "cpu-1x2", 2), FTSearchOptions())
     assert [(t.recompute, t.offload_activations, t.offload) for t in hostless] == [(False, False, False), (True, False, False)]
     with pytest.raises(ConfigError, match="recomputes or offloads its activations, not both"):
