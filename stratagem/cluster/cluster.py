@@ -225,7 +225,8 @@ class Cluster:
             raise ConfigError(f"cluster {self.name!r} has no host section: nothing can be offloaded to host memory",
                               expected="host: {link: {bandwidth_bytes_per_s, latency_s}, optimizer_bytes_per_s, "
                                        "memory_bytes} in the cluster file",
-                              got="none", hint="Add the host section, or plan without the 'offloaded' weight state")
+                              got="none", hint="Add the host section, or plan without offload (the 'offloaded' weight "
+                                                  "state, offload_activations)")
         if num_bytes <= 0:
             return 0.0
         return host.link.latency_s + num_bytes / host.link.bandwidth_bytes_per_s
