@@ -173,7 +173,7 @@ def _saved_sizes(state: SimState, name: str, saved) -> list[float]:
 
 def _offloads(state: SimState, name: str, tensor: str) -> bool:
     """Whether `name`'s block offloads its activations and `tensor` is one it sends to the host."""
-    return tensor in state.graph.meta.get("offload_saved", {}).get(name, ()) and bool(state.op_tasks[name]["OD"])
+    return bool(state.offload_saved) and tensor in state.offload_saved.get(name, ()) and bool(state.op_tasks[name]["OD"])
 
 
 def _reloaded_sizes(state: SimState, name: str) -> tuple[float, list[float]] | None:
@@ -184,7 +184,7 @@ def _reloaded_sizes(state: SimState, name: str) -> tuple[float, list[float]] | N
         return None
     config, op = state.strategy[name], graph.op(name)
     inside = kept_inside(state.model, op, state.model.input_layout(name, config, 0) if op.inputs else None)
-    return inside, _saved_sizes(state, name, graph.meta["offload_saved"][name])
+    return inside, _saved_sizes(state, name, state.offload_saved[name])
 
 
 def _recomputation_starts(state: SimState, name: str) -> list[int]:

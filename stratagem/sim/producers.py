@@ -86,7 +86,7 @@ def _block_turn(state: SimState, name: str) -> list[int]:
     """The tasks after which backward reaches `name`'s block on each device d of `name`: B of the
     first op after the block's last op that runs on d (none: nothing after the block runs there).
     `_wire_reloads` adds them from the other side when that op's tasks come later."""
-    last = state.position[state.graph.meta["offload_from"][name]]
+    last = state.position[state.offload_from[name]]
     ops, found, left = state.graph.ops, [], [state.devices_of(name)]
     i = last + 1
     while left and i < len(ops):
@@ -106,7 +106,7 @@ def _block_turn(state: SimState, name: str) -> list[int]:
 def _wire_reloads(state: SimState, name: str, before: str, devices: range) -> None:
     """`name` is the op after `before` on `devices`: where `before` lies in an offloaded block
     that ends before `name`, the reloads of that block's ops on those devices wait for B(name)."""
-    last = state.graph.meta.get("offload_from", {}).get(before)
+    last = state.offload_from.get(before)
     if last is None or state.position[last] >= state.position[name]:
         return
     for o in state.graph.meta["offload_blocks"][last]:
@@ -163,7 +163,8 @@ def _chain(state: SimState, name: str) -> None:
         if before in state.op_tasks:
             store.link(_forward_entries(state, name, devices), _tasks_on(state, before, "F", devices))
             store.link(_backward_entries(state, before, devices), _tasks_on(state, name, "B", devices))
-            _wire_reloads(state, name, before, devices)
+            if state.offload_from:
+                _wire_reloads(state, name, before, devices)
     for after, devices in state.neighbours(name, +1):
         if after in state.op_tasks:
             store.link(_forward_entries(state, after, devices), _tasks_on(state, name, "F", devices))
@@ -176,7 +177,8 @@ def bridge(state: SimState, name: str, device: int) -> None:
     if before is not None and after is not None:
         state.tasks.add_preds(_forward_entry(state, after, device), [_task_on(state, before, "F", device)])
         state.tasks.add_preds(_backward_entry(state, before, device), [_task_on(state, after, "B", device)])
-        _wire_reloads(state, after, before, range(device, device + 1))
+        if state.offload_from:
+            _wire_reloads(state, after, before, range(device, device + 1))
 
 
 def _task_on(state: SimState, name: str, kind: str, device: int) -> int:

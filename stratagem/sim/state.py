@@ -30,6 +30,9 @@ class SimState:
         self.position = {op.name: i for i, op in enumerate(self.graph.ops)}
         self.viewed = model.viewed_inputs
         self.saved = model.saved_by_op
+        # offloaded blocks (cost.activation_offload): each op's last op of its block, what it sends
+        self.offload_from: Mapping[str, str] = self.graph.meta.get("offload_from", {})
+        self.offload_saved: Mapping[str, tuple[str, ...]] = self.graph.meta.get("offload_saved", {})
         self.edges = model.edges()
         self._same_layout: dict[int, tuple] = {}
         check_reuse(self.edges, self.reuse)
