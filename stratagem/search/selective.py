@@ -30,8 +30,12 @@ theirs between forward and backward, and each again while backward runs through 
     peak(O_k) = c + max( sum_{j>k} a_j ,  max_{j<=k} a_j )
 
 non-increasing in k as well, leaner than R_k (no inputs kept), and slower by the copies to the host
-and back where they do not hide behind compute. `fastest_saving` takes the faster of the fewest
-recomputed and the fewest offloaded blocks that fit, both simulated.
+and back where they do not hide behind compute. Where even R_N does not fit, offloading the first k
+of the recomputed blocks instead (S_k = O_k + R_{k+1..N}) gives back their inputs one block at a
+time, peak(S_k) non-increasing from peak(R_N) to peak(O_N); for blocks alike its time is linear in
+k, so the least fitting k is its fastest where a copy costs more than a recomputation, and O_N's
+family is faster where it costs less. `fastest_saving` takes the fastest of the fewest recomputed,
+the fewest offloaded and the fewest swapped blocks that fit, each simulated.
 """
 
 from __future__ import annotations
@@ -46,7 +50,9 @@ from stratagem.search.context import PlanningContext, make_plan
 from stratagem.sim.builder import Simulation
 
 
-SAVINGS = ("recompute", "offload")      # what the first k blocks do with their activations
+# what the first k blocks do with their activations: recompute or offload them (the others keep
+# theirs), or offload them while every other block recomputes ("swap")
+SAVINGS = ("recompute", "offload", "swap")
 
 
 def first_blocks(ctx: PlanningContext, k: int) -> tuple[str, ...]:
@@ -56,9 +62,15 @@ def first_blocks(ctx: PlanningContext, k: int) -> tuple[str, ...]:
 
 def with_first(ctx: PlanningContext, k: int, saving: str = "recompute") -> PlanningContext:
     """The same planning with the first k blocks recomputed (`saving` "recompute") or offloading
-    their activations to host memory ("offload"), the others keeping theirs."""
+    their activations to host memory ("offload"), the others keeping theirs; or ("swap") the first
+    k offloading theirs and every other block recomputed."""
     names = first_blocks(ctx, k)
-    chosen = (names, ()) if saving == "recompute" else ((), names)
+    if saving == "recompute":
+        chosen = (names, ())
+    elif saving == "offload":
+        chosen = ((), names)
+    else:
+        chosen = (tuple(b.name for b in blocks(ctx.graph)[k:]), names)
     return replace(ctx, model=ctx.model.with_activations(*chosen))
 
 
@@ -80,15 +92,15 @@ def fewest_recomputed(ctx: PlanningContext, plan: Plan, saving: str = "recompute
     keeps_all = not plan.recompute and not plan.offload_activations
     if keeps_all and plan.peak_memory_bytes <= cap:
         return plan
-    known = {0: plan.peak_memory_bytes} if keeps_all else {}   # the plan is R_0's simulation
+    known = {0: plan.peak_memory_bytes} if keeps_all and saving != "swap" else {}   # the plan is R_0's simulation
 
     def peak(k: int) -> float:
         if k not in known:
             known[k] = simulated_peak_bytes(ctx, plan, k, saving)
         return known[k]
 
-    if peak(0) <= cap:
-        return with_first_recomputed(ctx, plan, 0)
+    if peak(0) <= cap:      # a swap of none is every block recomputed: the recomputations' search finds fewer
+        return None if saving == "swap" else with_first_recomputed(ctx, plan, 0)
     if count == 0 or peak(count) > cap:
         return None
     k = least_fitting(peak, cap, 0, count)
@@ -96,9 +108,10 @@ def fewest_recomputed(ctx: PlanningContext, plan: Plan, saving: str = "recompute
 
 
 def fastest_saving(ctx: PlanningContext, plan: Plan) -> Plan | None:
-    """`plan`'s strategy with the fewest leading blocks recomputed that fit, or with the fewest
-    leading blocks offloaded that fit (where the cluster has hosts to offload to), whichever is
-    faster simulated; None when neither fits."""
+    """`plan`'s strategy with the fewest leading blocks recomputed that fit, with the fewest
+    leading blocks offloaded that fit, or, where even every block recomputed does not fit, with
+    the fewest leading blocks offloaded and the others recomputed that fit (the last two where
+    the cluster has hosts to offload to), whichever is fastest simulated; None when none fits."""
     savings = SAVINGS if ctx.model.cluster.spec.host is not None else SAVINGS[:1]
     found = [p for p in (fewest_recomputed(ctx, plan, saving) for saving in savings) if p is not None]
     return min(found, key=lambda p: (p.iteration_time_s, p.peak_memory_bytes), default=None)
@@ -147,6 +160,9 @@ def _said(plan: Plan, k: int, count: int, saving: str = "recompute") -> Plan:
         note = (f"the first {k} of {count} blocks recomputed: the fewest with which the plan fits the memory cap "
                 "(the first blocks: their recomputation meets no kept activations of earlier blocks)")
         return replace(plan, details={**plan.details, "selective_recompute": {"blocks": k, "of": count, "note": note}})
-    note = (f"the first {k} of {count} blocks' activations offloaded to host memory: the fewest with which the "
-            "plan fits the memory cap (the first blocks: their activations wait longest for backward)")
-    return replace(plan, details={**plan.details, "selective_offload": {"blocks": k, "of": count, "note": note}})
+    rest = count - k if saving == "swap" else 0
+    others = f", the other {rest} recomputed" if rest else ""
+    note = (f"the first {k} of {count} blocks' activations offloaded to host memory{others}: the fewest with which "
+            "the plan fits the memory cap (the first blocks: their activations wait longest for backward)")
+    said = {"blocks": k, "of": count, "recomputed": rest, "note": note}
+    return replace(plan, details={**plan.details, "selective_offload": said})
