@@ -13,7 +13,7 @@ import pytest
 from stratagem.cost.recompute import blocks
 from stratagem.frontend import zoo
 from stratagem.search import registry
-from stratagem.search.context import context, offloading, recomputing
+from stratagem.search.context import context, recomputing
 from stratagem.search.selective import fastest_saving, fewest_recomputed, least_fitting, simulated_peak_bytes
 from stratagem.sim.builder import Simulation
 
