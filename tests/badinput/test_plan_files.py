@@ -74,10 +74,10 @@ def test_missing_keys_are_named(plan_record, tmp_path, key):
 
 
 @pytest.mark.parametrize("version, fragments", [
-    (5, ["unsupported plan file version", "expected format_version 4 (or 1 to 3, which it migrates)", "got 5",
+    (6, ["unsupported plan file version", "expected format_version 5 (or 1 to 4, which it migrates)", "got 6",
          "Upgrade stratagem"]),
     (0, ["unsupported plan file version", "got 0", "Write the plan again with this version of stratagem"]),
-    ("4", ["unsupported plan file version", "got '4'"]),
+    ("5", ["unsupported plan file version", "got '5'"]),
     (None, ["unsupported plan file version", "got None"]),
 ])
 def test_other_format_versions_say_which_is_read_and_what_to_do(plan_record, tmp_path, version, fragments):
