@@ -129,7 +129,7 @@ def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algor
     rate = throughput(ctx.model, result.iteration_time_s)
     details["throughput"] = {"per_s": rate.items_per_s, "unit": rate.unit, "mfu": rate.mfu}
     states = Counter(c.state for c in chosen.values() if c.sharded_state)
-    if states.get("offloaded"):
+    if states.get("offloaded") or ctx.model.offload_activations:
         details["host_memory"] = {"per_node_bytes": ctx.model.host_bytes_per_node(chosen),
                                   "node_bytes": ctx.model.cluster.spec.host.memory_bytes}
     if states:
@@ -138,8 +138,6 @@ def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algor
     if ctx.model.recompute:
         details["recompute_effect"] = recompute_effect(ctx, chosen)
     if ctx.model.offload_activations:
-        details["host_memory"] = {"per_node_bytes": ctx.model.host_bytes_per_node(chosen),
-                                  "node_bytes": ctx.model.cluster.spec.host.memory_bytes}
         details["offload_effect"] = offload_effect(ctx, chosen)
     plan = Plan(ctx.graph, ctx.cluster_name, ctx.num_devices, chosen, additive_time_s=time,
                 additive_memory_bytes=mem, algorithm=algorithm, optimizer=ctx.optimizer,

@@ -51,7 +51,6 @@ def op_buffers(state: SimState, name: str) -> BufferSet:
     outputs = [(layout.local_num_elements(state.graph.tensors[t].shape) * dtype_bytes(state.graph.tensors[t].dtype),
                 _output_users(state, name, t)) for t in (() if aliased else op.outputs)]
     recomputed = _recomputed_sizes(state, name)
-    reloaded = _reloaded_sizes(state, name)
     forward, backward = tasks["F"], tasks["B"]
     found = BufferColumns(state.devices_of(name))
     if resident:
@@ -63,14 +62,11 @@ def op_buffers(state: SimState, name: str) -> BufferSet:
         start = _recomputation_starts(state, name)
         for num_bytes in recomputed:
             found.add(num_bytes, start, backward)
-    if reloaded:
-        inside, sizes = reloaded
-        copied_out, copied_in = tasks["OD"][0], tasks["OH"][0]
+    if tasks["OD"]:     # offloaded: what its kernel keeps inside until the copy out ends, all it sent from the copy back
+        inside = kept_inside(state.model, op, state.model.input_layout(name, config, 0) if op.inputs else None)
         if inside:
-            found.add(inside, forward, copied_out)
-        for num_bytes in (inside, *sizes):
-            if num_bytes:
-                found.add(num_bytes, copied_in, backward)
+            found.add(inside, forward, tasks["OD"][0])
+        found.add(memory.offloaded_bytes, tasks["OH"][0], backward)
     for size, users in outputs:
         found.add_users(size, forward, _or_own(users, forward))
     return found.done()
@@ -153,16 +149,10 @@ def _recomputed_sizes(state: SimState, name: str) -> list[float]:
     graph = state.graph
     if name not in graph.meta.get("recompute_from", {}):
         return []
+    saved = graph.meta.get("recompute_saved", {}).get(name, ())
     config, op = state.strategy[name], graph.op(name)
     inside = kept_inside(state.model, op, state.model.input_layout(name, config, 0) if op.inputs else None)
     found = [inside] if inside else []
-    return found + _saved_sizes(state, name, graph.meta.get("recompute_saved", {}).get(name, ()))
-
-
-def _saved_sizes(state: SimState, name: str, saved) -> list[float]:
-    """The shard of each of `saved` (inputs or outputs of `name`) on each of its devices."""
-    graph, config, op = state.graph, state.strategy[name], state.graph.op(name)
-    found = []
     for t in saved:
         spec = graph.tensors[t]
         layout = (state.model.layouts.output_layout(name, config) if t in op.outputs
@@ -174,17 +164,6 @@ def _saved_sizes(state: SimState, name: str, saved) -> list[float]:
 def _offloads(state: SimState, name: str, tensor: str) -> bool:
     """Whether `name`'s block offloads its activations and `tensor` is one it sends to the host."""
     return bool(state.offload_saved) and tensor in state.offload_saved.get(name, ()) and bool(state.op_tasks[name]["OD"])
-
-
-def _reloaded_sizes(state: SimState, name: str) -> tuple[float, list[float]] | None:
-    """What an offloaded op sends to the host on each of its devices: (what its kernel keeps
-    inside, each saved tensor's shard); None when `name` does not offload."""
-    graph = state.graph
-    if not state.op_tasks[name]["OD"]:
-        return None
-    config, op = state.strategy[name], graph.op(name)
-    inside = kept_inside(state.model, op, state.model.input_layout(name, config, 0) if op.inputs else None)
-    return inside, _saved_sizes(state, name, state.offload_saved[name])
 
 
 def _recomputation_starts(state: SimState, name: str) -> list[int]:

@@ -109,7 +109,7 @@ def _wire_reloads(state: SimState, name: str, before: str, devices: range) -> No
     last = state.offload_from.get(before)
     if last is None or state.position[last] >= state.position[name]:
         return
-    for o in state.graph.meta["offload_blocks"][last]:
+    for o in state.offload_blocks[last]:
         tasks = state.op_tasks.get(o)
         if not tasks or not tasks["OH"]:
             continue

@@ -33,6 +33,7 @@ class SimState:
         # offloaded blocks (cost.activation_offload): each op's last op of its block, what it sends
         self.offload_from: Mapping[str, str] = self.graph.meta.get("offload_from", {})
         self.offload_saved: Mapping[str, tuple[str, ...]] = self.graph.meta.get("offload_saved", {})
+        self.offload_blocks: Mapping[str, tuple[str, ...]] = self.graph.meta.get("offload_blocks", {})   # by last op
         self.edges = model.edges()
         self._same_layout: dict[int, tuple] = {}
         check_reuse(self.edges, self.reuse)
