@@ -27,17 +27,16 @@ plans found so far, and the plan it returns says so.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
 from stratagem.cluster import Cluster
 from stratagem.cost.recompute import blocks
-from stratagem.forked import Background, background
 from stratagem.plan import Frontier, Plan
 from stratagem.search import registry
+from stratagem.search.beside import Beside, beside
 from stratagem.errors import ConfigError, StratagemError
 from stratagem.search.context import NothingFits, PlanningContext, fits_host, least_time, plans_shared
 from stratagem.search.ft_search import FTSearchOptions, frontier
@@ -78,27 +77,28 @@ def least_time_ft(ctx: PlanningContext, options: Any = None) -> Plan:
     plan seen (`leanest`). Stopped by Ctrl-C (search.stopping), no further search runs: the
     plan chosen from what was found, or NothingFits with the leanest plan, marked."""
     chosen = registry.make_options("ft", options)
-    front = frontier_and_stages(ctx, chosen, chosen.pipeline, least_time_under=ctx.memory_cap_bytes)
-    try:
-        best = mini_time(front, ctx.memory_cap_bytes)
-    except NothingFits as refusal:
-        refusal.leanest, failed = front.min_memory, refusal
-    else:
-        return best if stopped(front) else _not_slower_than_practitioners(ctx, best)
-    if stopped(front):
-        raise failed
-    try:
-        return _saving_memory(ctx, chosen, failed)
-    except KeyboardInterrupt:
-        failed.leanest = marked(failed.leanest, Interruption("the searches for plans that need less memory",
-                                                             "the leanest plan found so far (none fits the cap)"))
-        raise failed from None
+    with beside(ctx, _tasks(chosen.pipeline), _worker_tasks(ctx, chosen.pipeline)) as side:
+        front = _frontier_and_stages(ctx, side, chosen, least_time_under=ctx.memory_cap_bytes)
+        try:
+            best = mini_time(front, ctx.memory_cap_bytes)
+        except NothingFits as refusal:
+            refusal.leanest, failed = front.min_memory, refusal
+        else:
+            return best if stopped(front) else _not_slower_than_practitioners(ctx, best, side)
+        if stopped(front):
+            raise failed
+        try:
+            return _saving_memory(ctx, chosen, failed, side)
+        except KeyboardInterrupt:
+            failed.leanest = marked(failed.leanest, Interruption("the searches for plans that need less memory",
+                                                                 "the leanest plan found so far (none fits the cap)"))
+            raise failed from None
 
 
-def _saving_memory(ctx: PlanningContext, chosen: Any, failed: NothingFits) -> Plan:
+def _saving_memory(ctx: PlanningContext, chosen: Any, failed: NothingFits, side: Beside) -> Plan:
     """least_time_ft's searches after FT's frontier had no plan under the cap."""
     if not (chosen.state_sharding or chosen.recompute):
-        found = _practitioners_fitting(ctx)
+        found = _practitioners_fitting(ctx, side.result("practitioners"))
         if found is not None:
             return found
     for options_tried in _memory_saving_tries(ctx, chosen):
@@ -186,54 +186,28 @@ def frontier_and_stages(ctx: PlanningContext, options: Any = None, choice: str =
                         least_time_under: float | None = None) -> Frontier:
     """frontier_with_stages(ctx, frontier(ctx, options, least_time_under), choice), the pipeline
     search (which does not need FT's frontier) run meanwhile in a forked worker where there is a
-    second CPU (stratagem.forked.background; its progress is shown once FT is done)."""
-    options = options if options is not None else FTSearchOptions()
-    if not weighs_stages(ctx, choice):
-        return frontier(ctx, options, least_time_under)
-    with background(partial(_staged_in_worker, ctx, choice)) as job:
-        front = frontier(ctx, options, least_time_under)
-        return frontier_with_stages(ctx, front, choice, partial(_staged_from, job, ctx, choice))
+    second CPU (search.beside; its progress is shown once FT is done)."""
+    with beside(ctx, _tasks(choice), ("staged",) if weighs_stages(ctx, choice) else ()) as side:
+        return _frontier_and_stages(ctx, side, options, least_time_under)
 
 
-def _staged_in_worker(ctx: PlanningContext, choice: str, send: Callable[[Any], None]) -> None:
-    """A worker's pipeline search: its progress events as they come, then ("plans", the plans)."""
-    plans = staged_plans(replace(ctx, progress=_Forwarded(send)), choice)
-    send(("plans", plans))
+def _tasks(choice: str) -> dict[str, Any]:
+    """What least_time_ft may need beside FT's frontier (search.beside): the plans with stages
+    and the practitioners' plans, priced."""
+    return {"staged": partial(staged_plans, choice=choice), "practitioners": _practitioners_plans}
 
 
-def _staged_from(job: Background | None, ctx: PlanningContext, choice: str) -> list[Plan]:
-    """The worker's plans, its progress replayed to ctx.progress while they come; computed here
-    where there is no worker, or (with a warning) where it failed."""
-    if job is None:
-        return staged_plans(ctx, choice)
-    opened = 0
-    try:
-        for kind, *args in job.messages():
-            if kind == "plans":
-                return args[0]
-            getattr(ctx.progress, kind)(*args)
-            opened += {"phase": 1, "done": -1}.get(kind, 0)
-    finally:
-        for _ in range(opened):
-            ctx.progress.done()
-    warnings.warn(f"the pipeline search's worker failed ({job.failure or 'it ended early'}); "
-                  "it runs here instead", RuntimeWarning, stacklevel=2)
-    return staged_plans(ctx, choice)
+def _worker_tasks(ctx: PlanningContext, choice: str) -> tuple[str, ...]:
+    """The tasks a worker runs while FT searches: the pipeline search where plans with stages are
+    weighed; the practitioners' plans for a graph of repeated blocks (least_time_ft weighs them
+    whatever FT finds)."""
+    return (("staged",) if weighs_stages(ctx, choice) else ()) + (("practitioners",) if blocks(ctx.graph) else ())
 
 
-@dataclass(frozen=True)
-class _Forwarded:
-    """A worker's progress reporter: each call sent to the process that shows it."""
-    send: Callable[[Any], None]
-
-    def phase(self, name: str, total: int | None = None) -> None:
-        self.send(("phase", name, total))
-
-    def advance(self, n: int = 1) -> None:
-        self.send(("advance", n))
-
-    def done(self) -> None:
-        self.send(("done",))
+def _frontier_and_stages(ctx: PlanningContext, side: Beside, options: Any = None,
+                         least_time_under: float | None = None) -> Frontier:
+    front = frontier(ctx, options if options is not None else FTSearchOptions(), least_time_under)
+    return frontier_with_stages(ctx, front, staged_by=partial(side.result, "staged"))
 
 
 def frontier_with_stages(ctx: PlanningContext, front: Frontier, choice: str = "auto",
@@ -264,26 +238,32 @@ def _dominates(a: Plan, b: Plan) -> bool:
             and (a.iteration_time_s < b.iteration_time_s or a.peak_memory_bytes < b.peak_memory_bytes))
 
 
-def _not_slower_than_practitioners(ctx: PlanningContext, best: Plan) -> Plan:
+def _not_slower_than_practitioners(ctx: PlanningContext, best: Plan, side: Beside) -> Plan:
     """`best`, unless a practitioners' plan that fits (`_practitioners_fitting`) is faster,
     simulated: then that one, saying why. Weighed for models of repeated blocks (those
     practitioners configure so); a Ctrl-C while they are priced keeps `best`, marked."""
     if not blocks(ctx.graph):
         return best
     try:
-        found = _practitioners_fitting(ctx, f"it is faster than FT's fastest plan under the cap "
+        found = _practitioners_fitting(ctx, side.result("practitioners"), f"it is faster than FT's fastest plan under the cap "
                                             f"({best.iteration_time_s * 1e3:,.1f} ms)")
     except KeyboardInterrupt:
         return marked(best, Interruption("the practitioners' plans", "FT's choice"))
     return found if found is not None and found.iteration_time_s < best.iteration_time_s else best
 
 
-def _practitioners_fitting(ctx: PlanningContext, why: str = "FT's frontier had no plan under the cap") -> Plan | None:
-    """The faster that fits the cap of fsdp and fsdp-tp (tensor parallel in a node as well), each
-    recomputing the fewest leading blocks with which it fits (search.selective: none where it fits
-    keeping every activation), or None; its details say it was chosen because of `why`."""
+def _practitioners_plans(ctx: PlanningContext) -> list[Plan | None]:
+    """fsdp and fsdp-tp (tensor parallel in a node as well), each recomputing the fewest leading
+    blocks with which it fits (search.selective: none where it fits keeping every activation),
+    priced side by side; None for one that does not apply to the graph."""
     settings = (("fsdp", {"recompute_to_fit": True}), ("fsdp-tp", {"recompute_to_fit": True}))
-    plans = plans_shared(ctx, partial(_practitioners_plan, ctx), settings)      # priced side by side
+    return plans_shared(ctx, partial(_practitioners_plan, ctx), settings)
+
+
+def _practitioners_fitting(ctx: PlanningContext, plans: list[Plan | None],
+                           why: str = "FT's frontier had no plan under the cap") -> Plan | None:
+    """The faster of the practitioners' plans (`_practitioners_plans`) that fits the cap, or None;
+    its details say it was chosen because of `why`."""
     fitting = [p for p in plans if p is not None and p.peak_memory_bytes <= ctx.memory_cap_bytes]
     if not fitting:
         return None

@@ -62,12 +62,12 @@ def test_a_faster_practitioners_plan_that_fits_is_chosen_over_fts_and_says_why(m
     from stratagem.search import modes
     ctx = context(zoo.build("gpt-tiny-tiny"), "a100-1x8", 8)
     chosen_by_ft = mini_time(modes.frontier_and_stages(ctx, None, "no"), ctx.memory_cap_bytes)
-    real = modes._practitioners_fitting(ctx, "because")
+    real = modes._practitioners_fitting(ctx, modes._practitioners_plans(ctx), "because")
     assert real is not None and "because; this is the practitioners' plan" in real.details["chosen_because"]
     assert real.graph is ctx.graph
     for factor, expected in ((0.5, "practitioners"), (2.0, "ft")):
         quicker = replace(real, iteration_time_s=factor * chosen_by_ft.iteration_time_s)
-        monkeypatch.setattr(modes, "_practitioners_fitting", lambda ctx, why, plan=quicker: plan)
+        monkeypatch.setattr(modes, "_practitioners_fitting", lambda ctx, plans, why, plan=quicker: plan)
         chosen = modes.least_time_ft(ctx, {"pipeline": "no"})
         assert (chosen is quicker) == (expected == "practitioners")
         if expected == "ft":

@@ -1,0 +1,124 @@
+"""Work beside FT: what the modes need after FT's frontier but not from it (the pipeline search's
+plans, the practitioners' plans), done meanwhile in one forked worker where there is a second CPU.
+
+    with beside(ctx, tasks, in_worker) as side:     # tasks: {name: fn(ctx) -> list of plans}
+        front = frontier(ctx, ...)                   # here; meanwhile the worker runs the tasks
+                                                     # named in in_worker, in that order
+        side.result("staged")                        # the worker's result; its progress events
+                                                     # replayed to ctx.progress as they come
+
+FT's passes are one process on one core, and these tasks are independent of them: on two cores
+they cost no wall time up to FT's own. A result is computed here (as a serial run computes it)
+where there is no worker (stratagem.forked.background: one CPU, STRATAGEM_WORKERS=1, inside a
+worker), where the task was not given to the worker, or where the worker failed (a
+RuntimeWarning says why, once). Plans of ctx's graph travel back without it and get it here
+(context.plans_shared's way); plans of other graphs (a pipeline's micro-batch graph) keep theirs.
+The worker is killed, if it still runs, and reaped on leaving the block; a Ctrl-C while a result
+is awaited propagates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import deque
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import Any
+
+from stratagem.forked import Background, background
+from stratagem.plan import Plan
+from stratagem.search.context import PlanningContext
+
+Task = Callable[[PlanningContext], list]
+
+
+@contextlib.contextmanager
+def beside(ctx: PlanningContext, tasks: Mapping[str, Task], in_worker: Sequence[str]) -> Iterator[Beside]:
+    """A Beside whose worker runs the tasks named in `in_worker` (none: no worker is forked)."""
+    names = [name for name in in_worker if name in tasks]
+    if not names:
+        yield Beside(ctx, tasks, None, ())
+        return
+    with background(partial(_run_in_worker, ctx, tasks, names)) as job:
+        yield Beside(ctx, tasks, job, tuple(names) if job is not None else ())
+
+
+@dataclass
+class Beside:
+    """The tasks' results as this process sees them (`result`)."""
+    ctx: PlanningContext
+    tasks: Mapping[str, Task]
+    job: Background | None
+    in_worker: tuple[str, ...]
+    arrived: dict[str, list] = field(default_factory=dict)
+    pending: deque = field(default_factory=deque)      # messages taken, not yet read
+    warned: bool = False
+
+    def result(self, name: str) -> list:
+        """Task `name`'s result: the worker's where it ran it, else computed here."""
+        if name not in self.arrived and name in self.in_worker:
+            self._receive(name)
+        if name not in self.arrived:
+            self.arrived[name] = self.tasks[name](self.ctx)
+        return self.arrived[name]
+
+    def _receive(self, name: str) -> None:
+        """Take the worker's messages in order until `name`'s result (keeping the results before
+        it, and what came after it for later), replaying progress events; where the worker ended
+        first, warn (once)."""
+        opened = 0
+        try:
+            while name not in self.arrived:
+                if not self.pending:
+                    self.pending.extend(self.job.take(wait=True))
+                    if not self.pending:
+                        break                          # the worker ended
+                kind, *args = self.pending.popleft()
+                if kind == "result":
+                    self.arrived[args[0]] = _arrived(args[1], self.ctx)
+                else:
+                    getattr(self.ctx.progress, kind)(*args)
+                    opened += {"phase": 1, "done": -1}.get(kind, 0)
+        finally:
+            for _ in range(opened):
+                self.ctx.progress.done()
+        if name not in self.arrived and not self.warned:
+            self.warned = True
+            warnings.warn(f"the worker beside FT failed ({self.job.failure or 'it ended early'}); "
+                          f"what it had not sent is computed here", RuntimeWarning, stacklevel=3)
+
+
+def _run_in_worker(ctx: PlanningContext, tasks: Mapping[str, Task], names: Sequence[str],
+                   send: Callable[[Any], None]) -> None:
+    """The worker: each named task's progress events as they come, then ("result", name, value)."""
+    forwarded = replace(ctx, progress=_Forwarded(send))
+    for name in names:
+        send(("result", name, _travelling(tasks[name](forwarded), ctx)))
+
+
+def _travelling(result: list, ctx: PlanningContext) -> list:
+    return [replace(p, graph=None) if isinstance(p, Plan) and p.graph is ctx.graph else p for p in result]
+
+
+def _arrived(result: list, ctx: PlanningContext) -> list:
+    return [replace(p, graph=ctx.graph) if isinstance(p, Plan) and p.graph is None else p for p in result]
+
+
+@dataclass(frozen=True)
+class _Forwarded:
+    """A worker's progress reporter: each call sent to the process that shows it."""
+    send: Callable[[Any], None]
+
+    def phase(self, name: str, total: int | None = None) -> None:
+        self.send(("phase", name, total))
+
+    def advance(self, n: int = 1) -> None:
+        self.send(("advance", n))
+
+    def done(self) -> None:
+        self.send(("done",))
+
+
+__all__ = ["Beside", "Task", "beside"]
