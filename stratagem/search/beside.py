@@ -11,7 +11,9 @@ FT's passes are one process on one core, and these tasks are independent of them
 they cost no wall time up to FT's own. A result is computed here (as a serial run computes it)
 where there is no worker (stratagem.forked.background: one CPU, STRATAGEM_WORKERS=1, inside a
 worker), where the task was not given to the worker, or where the worker failed (a
-RuntimeWarning says why, once). Plans of ctx's graph travel back without it and get it here
+RuntimeWarning says why, once). While this process waits for a result the worker has not sent,
+it computes itself a task queued after it that the worker has not begun (the worker's copy of it,
+if it gets there, is dropped). Plans of ctx's graph travel back without it and get it here
 (context.plans_shared's way); plans of other graphs (a pipeline's micro-batch graph) keep theirs.
 The worker is killed, if it still runs, and reaped on leaving the block; a Ctrl-C while a result
 is awaited propagates.
@@ -54,6 +56,8 @@ class Beside:
     in_worker: tuple[str, ...]
     arrived: dict[str, list] = field(default_factory=dict)
     pending: deque = field(default_factory=deque)      # messages taken, not yet read
+    started: list[str] = field(default_factory=list)   # the tasks the worker has begun, in order
+    stolen: set[str] = field(default_factory=set)      # tasks in_worker computed here instead
     warned: bool = False
 
     def result(self, name: str) -> list:
@@ -66,21 +70,22 @@ class Beside:
 
     def _receive(self, name: str) -> None:
         """Take the worker's messages in order until `name`'s result (keeping the results before
-        it, and what came after it for later), replaying progress events; where the worker ended
-        first, warn (once)."""
+        it, and what came after it for later), replaying the progress of the tasks it runs for
+        this process; while none has come, compute here a task queued after `name` that the worker
+        has not started (`_stealable`: this process would otherwise wait idle, and the worker
+        would reach it later); where the worker ended first, warn (once)."""
         opened = 0
         try:
             while name not in self.arrived:
                 if not self.pending:
+                    self.pending.extend(self.job.take(wait=False))
+                if not self.pending and self._compute_stealable(name):
+                    continue
+                if not self.pending:
                     self.pending.extend(self.job.take(wait=True))
                     if not self.pending:
                         break                          # the worker ended
-                kind, *args = self.pending.popleft()
-                if kind == "result":
-                    self.arrived[args[0]] = _arrived(args[1], self.ctx)
-                else:
-                    getattr(self.ctx.progress, kind)(*args)
-                    opened += {"phase": 1, "done": -1}.get(kind, 0)
+                opened += self._read(self.pending.popleft())
         finally:
             for _ in range(opened):
                 self.ctx.progress.done()
@@ -89,12 +94,36 @@ class Beside:
             warnings.warn(f"the worker beside FT failed ({self.job.failure or 'it ended early'}); "
                           f"what it had not sent is computed here", RuntimeWarning, stacklevel=3)
 
+    def _read(self, message: tuple) -> int:
+        """One message of the worker taken in: the phases it leaves open (+1, -1 or 0)."""
+        kind, *args = message
+        if kind == "start":
+            self.started.append(args[0])
+        elif kind == "result":
+            self.arrived.setdefault(args[0], _arrived(args[1], self.ctx))
+        elif self.started and self.started[-1] not in self.stolen:
+            getattr(self.ctx.progress, kind)(*args)
+            return {"phase": 1, "done": -1}.get(kind, 0)
+        return 0
+
+    def _compute_stealable(self, name: str) -> bool:
+        """Compute here the last task queued after `name` that the worker has not started, if any."""
+        later = self.in_worker[self.in_worker.index(name) + 1:]
+        waiting = [t for t in later if t not in self.started and t not in self.arrived]
+        if not waiting:
+            return False
+        self.stolen.add(waiting[-1])
+        self.arrived[waiting[-1]] = self.tasks[waiting[-1]](self.ctx)
+        return True
+
 
 def _run_in_worker(ctx: PlanningContext, tasks: Mapping[str, Task], names: Sequence[str],
                    send: Callable[[Any], None]) -> None:
-    """The worker: each named task's progress events as they come, then ("result", name, value)."""
+    """The worker: for each named task ("start", name), its progress events as they come, then
+    ("result", name, value)."""
     forwarded = replace(ctx, progress=_Forwarded(send))
     for name in names:
+        send(("start", name))
         send(("result", name, _travelling(tasks[name](forwarded), ctx)))
 
 

@@ -42,7 +42,7 @@ def test_results_asked_in_any_order_are_the_workers_and_every_phase_is_replayed_
     with warnings.catch_warnings():
         warnings.simplefilter("error")                 # a result lost would be made good, warned
         with beside(ctx, tasks, ("a", "b")) as side:
-            time.sleep(0.5)
+            time.sleep(1.0)                            # both sent: nothing is computed here
             got = {name: side.result(name) for name in order}
     a, b, c = got["a"], got["b"], got["c"]
     assert b[0] == "b" and a[0] == "a" and c[0] == "c"
@@ -50,6 +50,24 @@ def test_results_asked_in_any_order_are_the_workers_and_every_phase_is_replayed_
     replayed = [(p.name, p.total, p.units) for p in ctx.progress.phases()]
     assert sorted(replayed) == [("a", 2, 2), ("b", 3, 3), ("c", 1, 1)]
     assert replayed.index(("a", 2, 2)) < replayed.index(("b", 3, 3))
+
+
+def test_while_waiting_for_a_slow_result_a_task_queued_after_it_is_computed_here_once():
+    """The worker runs a (slow) then b: asked for a, this process computes b meanwhile; the
+    worker's copy of b, if it gets there, is dropped, its progress not replayed twice."""
+    _needs_a_worker()
+    ctx = replace(context(zoo.build("mlp-tiny"), "cpu-1x2", 2), progress=Recorder())
+    counting_a = _counting("a", 2)
+
+    def slow_a(ctx):
+        time.sleep(1.0)
+        return counting_a(ctx)
+    with beside(ctx, {"a": slow_a, "b": _counting("b", 3)}, ("a", "b")) as side:
+        a = side.result("a")
+        time.sleep(0.5)                               # the worker has sent its own b by now
+        b = side.result("b")
+    assert a == ["a", side.job.child.pid] and b == ["b", os.getpid()]
+    assert sorted((p.name, p.total, p.units) for p in ctx.progress.phases()) == [("a", 2, 2), ("b", 3, 3)]
 
 
 def test_without_a_worker_each_result_is_computed_here(monkeypatch):
