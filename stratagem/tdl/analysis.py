@@ -5,7 +5,11 @@ is either the concatenation of their outputs (case 1: split an output index) or 
 reduction (case 2: split an index of the top-level reducer). For a split of index v into k parts,
 worker w's range of v is [w X_v / k, (w+1) X_v / k), every other index keeps its full range, and
 the input region worker w reads is the interval image of those ranges through each access
-(`regions.iter_accesses` + `regions.access_box`): `Analysis.share`.
+(`regions.iter_accesses` + `regions.access_box`): `Analysis.share`. Where the chunks are even, v
+appears only as itself in affine indices that stay inside their tensors, and no index condition
+mentions v, worker w + 1's regions are worker w's moved by the chunk length times v's coefficient
+in each dim: the first worker (both first ones of a reduction split) is analyzed and the others
+moved (`Analysis._worker_shares`), so a split over 16,384 devices costs what one over 2 does.
 
 Case 2 applies when the output is linear in one top-level reducer R: out = A * R + C for Sum (each
 worker computes A * R_w; the first worker adds C), out = R + C for Max and Min (each adds C),
@@ -31,11 +35,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from stratagem.errors import TDLError
-from stratagem.tdl.expr import FULL, Access, Apply, Const, OpaqueResult, Reduce, Value, children, walk
+from stratagem.tdl.expr import FULL, Access, Apply, Const, OpaqueResult, Reduce, Value, Where, children, walk
 from stratagem.tdl.flops import FlopPolynomial, flop_polynomial
-from stratagem.tdl.indexing import IndexVar, bounds
+from stratagem.tdl.indexing import INT_DOMAIN, IndexCond, IndexVar, atom_variables, bounds
 from stratagem.tdl.regions import (
     Box, access_box, boxes_cover_union, full_ranges, is_exact_access, iter_accesses, union_box,
 )
@@ -236,12 +241,9 @@ class Analysis:
         d = self.dim(dim)
         if parts < 1 or parts > d.size or (parts > 1 and not d.splittable):
             return None
-        workers = []
-        for w in range(parts):
-            assignment = {dim: self.chunk(dim, parts, w)}
-            if not self._is_exact(assignment, first_in_reduction=(w == 0)):
-                return None
-            workers.append(self.share(assignment, first_in_reduction=(w == 0)))
+        workers = self._worker_shares(dim, parts)
+        if workers is None:
+            return None
         out_index = self.output_dim_index(dim)
         combine = "concat" if out_index is not None else d.reducer
         out_placement = f"S({out_index})" if out_index is not None else f"P({d.reducer})"
@@ -251,6 +253,54 @@ class Analysis:
             placements = tuple("R" for _ in placements)
             out_placement = "R"
         return Split(dim, parts, tuple(workers), combine, placements, out_placement)
+
+    def _worker_shares(self, dim: str, parts: int, moved: bool = True) -> list[WorkerShare] | None:
+        """Each worker's share of the k-way split of `dim`; None if some worker's is not exact.
+        Where every worker's regions are the one before's moved by a fixed step (`_steps`: even
+        chunks, `dim` read only as itself in affine indices that stay inside their tensors, no
+        index condition on it), the first worker of each kind is analyzed (a reduction split's
+        first worker adds the extra term) and the others are moved copies: the same shares, and
+        the same exactness, as analyzing each one (`moved=False`; tested equal)."""
+        reduction = parts > 1 and self._splits_reduction({dim: self.chunk(dim, parts, 1)})
+        analyzed = 2 if reduction else 1
+        steps = self._steps(dim, parts, reduction) if moved and parts > analyzed + 1 else None
+        workers = []
+        for w in range(parts if steps is None else analyzed):
+            assignment = {dim: self.chunk(dim, parts, w)}
+            if not self._is_exact(assignment, first_in_reduction=(w == 0)):
+                return None
+            workers.append(self.share(assignment, first_in_reduction=(w == 0)))
+        if steps is not None:
+            last = workers[-1]
+            workers += [_moved(last, w - analyzed + 1, *steps) for w in range(analyzed, parts)]
+        return workers
+
+    def _steps(self, dim: str, parts: int, reduction: bool
+               ) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]] | None:
+        """How far the output box and each input's box move from one worker to the next, where
+        they move rigidly (see `_worker_shares`); None otherwise."""
+        size = self.dim(dim).size
+        if size % parts:
+            return None
+        step, var = size // parts, self._vars[dim]
+        ranges = full_ranges(self.desc)
+        coefficients: list[dict[int, int]] = [{} for _ in self.desc.inputs]     # per input: dim -> coefficient
+        for out in self._worker_outputs(reduction, first=False):
+            if any(isinstance(n, Where) and isinstance(n.cond, IndexCond) and _mentions(n.cond.expr, var)
+                   for n in walk(out)):
+                return None
+            for acc, rng, _ in iter_accesses(out, ranges):
+                for d, index in enumerate(acc.indices):
+                    coefficient = 0 if index is FULL else _coefficient_of(index, var)
+                    if coefficient is None or coefficient and not _inside(index, rng, acc.tensor.shape[d]):
+                        return None
+                    if coefficients[acc.tensor.position].setdefault(d, coefficient) != coefficient:
+                        return None
+        inputs = tuple(tuple(found.get(d, 0) * step for d in range(len(ref.shape)))
+                       for found, ref in zip(coefficients, self.desc.inputs))
+        out_index = self.output_dim_index(dim)
+        output = tuple(step if k == out_index else 0 for k in range(len(self.desc.output_vars)))
+        return output, inputs
 
     def _is_exact(self, assignment: Mapping[str, tuple[int, int]], first_in_reduction: bool) -> bool:
         ranges = self.ranges_for(assignment)
@@ -551,3 +601,39 @@ def partial_output(top: TopReduction, include_extra: bool) -> Value:
     if top.extra is not None and (include_extra or top.reduce.reducer in ("max", "min")):
         out = Apply("add", (out, top.extra))
     return out
+
+
+def _coefficient_of(index: Any, var: IndexVar) -> int | None:
+    """The coefficient of `var` in an affine index where it stands as itself (0 where absent);
+    None where it is inside another atom (a division, a remainder) or the index is not affine."""
+    try:
+        affine = index.to_affine()
+    except TDLError:
+        return None
+    found = 0
+    for atom, coefficient in affine.terms:
+        if isinstance(atom, IndexVar) and atom.uid == var.uid:
+            found = coefficient
+        elif any(v.uid == var.uid for v in atom_variables(atom)):
+            return None
+    return found
+
+
+def _mentions(expr: Any, var: IndexVar) -> bool:
+    return any(v.uid == var.uid for v in expr.variables())
+
+
+def _inside(index: Any, ranges: Mapping[int, tuple[int, int]], size: int) -> bool:
+    """Whether the index stays in [0, size) over `ranges` (no worker's box is clipped)."""
+    lo, hi = bounds(index, ranges, INT_DOMAIN)
+    return lo >= 0 and hi < size
+
+
+def _moved(share: WorkerShare, times: int, output_step: tuple[int, ...],
+           input_steps: tuple[tuple[int, ...], ...]) -> WorkerShare:
+    """`share` with its boxes moved `times` steps."""
+    def move(box: Box, step: tuple[int, ...]) -> Box:
+        return tuple((start + times * s, stop + times * s) for (start, stop), s in zip(box, step))
+    return WorkerShare(move(share.output_box, output_step),
+                       tuple(None if box is None else move(box, step) for box, step in zip(share.input_boxes, input_steps)),
+                       share.partial)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from stratagem.tdl import Compute, Sum, analyze, exp, log, op
 from stratagem.tdl.analysis import Analysis
@@ -49,3 +50,54 @@ def test_compute_reducers_and_output_names_are_kept_apart():
 
     a = Analysis(double_sum.describe([2, 3]))
     assert a.split("r", 3).output_placement == "P(sum)"
+
+
+# ---- workers moved instead of analyzed ----------------------------------------------------------
+
+def _moved_equals_analyzed(analysis: Analysis, part_counts) -> int:
+    """Every splittable dim at every count of `part_counts` dividing it: the shares with workers
+    moved (`_worker_shares`) equal those analyzed one by one; returns how many used the moves."""
+    used = 0
+    for dim in analysis.dims:
+        for parts in part_counts:
+            if not dim.splittable or parts > dim.size:
+                continue
+            fast, slow = analysis._worker_shares(dim.name, parts), analysis._worker_shares(dim.name, parts, moved=False)
+            assert fast == slow, f"{analysis.name} {dim.name} x{parts}"
+            reduction = dim.is_reduction and parts > 1
+            used += fast is not None and analysis._steps(dim.name, parts, reduction) is not None
+    return used
+
+
+def test_moved_workers_are_the_analyzed_ones_for_every_library_op():
+    from tests.tdl.test_ground_truth import OPS, instances
+    used = sum(_moved_equals_analyzed(inst.analysis, range(3, 8)) for name in OPS for inst in instances(name))
+    assert used > 50
+
+
+@pytest.mark.parametrize("model", ["gpt-tiny", "unet", "rnnlm"])
+def test_moved_workers_are_the_analyzed_ones_on_zoo_graphs(model):
+    """Attention with its causal mask, convolutions with padding and pooling, recurrent steps: the
+    moved shares equal the analyzed ones at every count up to 64, and some splits use the moves."""
+    from stratagem import zoo
+    from stratagem.tdl.graphops import AnalysisCache
+    graph = zoo.build(model)
+    cache = AnalysisCache(graph)
+    distinct = {id(cache[op.name]): cache[op.name] for op in graph.ops}
+    assert sum(_moved_equals_analyzed(a, (3, 4, 6, 8, 16, 32, 64)) for a in distinct.values()) > 0
+
+
+def test_moves_are_refused_where_workers_differ():
+    """A causal mask (an index condition on the split dim), a padded window (clipped at the
+    edges) and an uneven split are analyzed worker by worker; a matmul's rows are moved."""
+    from stratagem.tdl.library import LIBRARY
+    matmul = Analysis(LIBRARY["mm"].describe((8, 4), (4, 6)))
+    assert matmul._steps(matmul.dims[0].name, 4, False) is not None
+    assert matmul._steps(matmul.dims[0].name, 3, False) is None                  # 8 rows in 3
+    conv = Analysis(LIBRARY["conv2d"].describe((2, 3, 8, 8), (4, 3, 3, 3), padding=(1, 1)))
+    row = next(d for d in conv.dims if d.size == 8 and d.kind == "attribute")
+    assert conv._steps(row.name, 4, False) is None
+    mask = Analysis(LIBRARY["tril"].describe((8, 8)))
+    assert all(mask._steps(d.name, 4, False) is None for d in mask.dims)
+    flipped = Analysis(LIBRARY["flip"].describe((8, 6), dims=(0,)))               # moves backwards
+    assert flipped._steps(flipped.dims[0].name, 4, False) == ((2, 0), ((-2, 0),))
