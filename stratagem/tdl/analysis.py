@@ -5,11 +5,13 @@ is either the concatenation of their outputs (case 1: split an output index) or 
 reduction (case 2: split an index of the top-level reducer). For a split of index v into k parts,
 worker w's range of v is [w X_v / k, (w+1) X_v / k), every other index keeps its full range, and
 the input region worker w reads is the interval image of those ranges through each access
-(`regions.iter_accesses` + `regions.access_box`): `Analysis.share`. Where the chunks are even, v
-appears only as itself in affine indices that stay inside their tensors, and no index condition
-mentions v, worker w + 1's regions are worker w's moved by the chunk length times v's coefficient
-in each dim: the first worker (both first ones of a reduction split) is analyzed and the others
-moved (`Analysis._worker_shares`), so a split over 16,384 devices costs what one over 2 does.
+(`regions.iter_accesses` + `regions.access_box`): `Analysis.share`. Where the chunks are even,
+every index of v stays inside its tensor and moves by a constant when v moves P chunks (P = 1 for
+affine indices; P chunks pass every floor division and remainder of v whole, as a reshape's
+`L // T`, `L % T` have), and no index condition mentions v, worker w + P's regions are worker w's
+moved by that constant in each dim: the first P workers (after a reduction split's first, which
+adds the extra term) are analyzed and the others moved (`Analysis._worker_shares`), so a split
+over 16,384 devices costs what one over P does.
 
 Case 2 applies when the output is linear in one top-level reducer R: out = A * R + C for Sum (each
 worker computes A * R_w; the first worker adds C), out = R + C for Max and Min (each adds C),
@@ -32,6 +34,7 @@ other output index is `attribute`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -40,7 +43,7 @@ from typing import Any
 from stratagem.errors import TDLError
 from stratagem.tdl.expr import FULL, Access, Apply, Const, OpaqueResult, Reduce, Value, Where, children, walk
 from stratagem.tdl.flops import FlopPolynomial, flop_polynomial
-from stratagem.tdl.indexing import INT_DOMAIN, IndexCond, IndexVar, atom_variables, bounds
+from stratagem.tdl.indexing import INT_DOMAIN, Affine, FloorDiv, IndexCond, IndexVar, Mod, bounds
 from stratagem.tdl.regions import (
     Box, access_box, boxes_cover_union, full_ranges, is_exact_access, iter_accesses, union_box,
 )
@@ -256,51 +259,63 @@ class Analysis:
 
     def _worker_shares(self, dim: str, parts: int, moved: bool = True) -> list[WorkerShare] | None:
         """Each worker's share of the k-way split of `dim`; None if some worker's is not exact.
-        Where every worker's regions are the one before's moved by a fixed step (`_steps`: even
-        chunks, `dim` read only as itself in affine indices that stay inside their tensors, no
-        index condition on it), the first worker of each kind is analyzed (a reduction split's
-        first worker adds the extra term) and the others are moved copies: the same shares, and
-        the same exactness, as analyzing each one (`moved=False`; tested equal)."""
-        reduction = parts > 1 and self._splits_reduction({dim: self.chunk(dim, parts, 1)})
-        analyzed = 2 if reduction else 1
-        steps = self._steps(dim, parts, reduction) if moved and parts > analyzed + 1 else None
+        Where the regions of worker w + P are worker w's moved by a fixed step (`_period`: even
+        chunks, indices that move by a constant when `dim` moves P chunks and stay inside their
+        tensors, no index condition on it), the first P workers are analyzed (after the first one
+        of a reduction split, which adds the extra term) and the others are moved copies: the
+        same shares, and the same exactness, as analyzing each one (`moved=False`; tested equal)."""
+        first = 1 if parts > 1 and self._splits_reduction({dim: self.chunk(dim, parts, 1)}) else 0
+        period = self._period(dim, parts, first == 1) if moved and parts > first + 1 else None
+        analyzed = parts if period is None else min(parts, first + period[0])
         workers = []
-        for w in range(parts if steps is None else analyzed):
+        for w in range(analyzed):
             assignment = {dim: self.chunk(dim, parts, w)}
             if not self._is_exact(assignment, first_in_reduction=(w == 0)):
                 return None
             workers.append(self.share(assignment, first_in_reduction=(w == 0)))
-        if steps is not None:
-            last = workers[-1]
-            workers += [_moved(last, w - analyzed + 1, *steps) for w in range(analyzed, parts)]
+        if period is not None:
+            count, output_step, input_steps = period
+            workers += [_moved(workers[first + (w - first) % count], (w - first) // count, output_step, input_steps)
+                        for w in range(analyzed, parts)]
         return workers
 
-    def _steps(self, dim: str, parts: int, reduction: bool
-               ) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]] | None:
-        """How far the output box and each input's box move from one worker to the next, where
-        they move rigidly (see `_worker_shares`); None otherwise."""
+    def _period(self, dim: str, parts: int, reduction: bool
+                ) -> tuple[int, tuple[int, ...], tuple[tuple[int, ...], ...]] | None:
+        """(P, how far the output box and each input's box move from worker w to worker w + P)
+        where they move rigidly (see `_worker_shares`): P chunks make every floor division and
+        remainder of `dim` in an index move by a whole number (1 without them); None otherwise."""
         size = self.dim(dim).size
         if size % parts:
             return None
-        step, var = size // parts, self._vars[dim]
+        chunk, var = size // parts, self._vars[dim]
         ranges = full_ranges(self.desc)
-        coefficients: list[dict[int, int]] = [{} for _ in self.desc.inputs]     # per input: dim -> coefficient
+        indices: list[tuple[int, int, Any]] = []            # (input, dim, index mentioning var)
+        divisors: list[int] = []
         for out in self._worker_outputs(reduction, first=False):
             if any(isinstance(n, Where) and isinstance(n.cond, IndexCond) and _mentions(n.cond.expr, var)
                    for n in walk(out)):
                 return None
             for acc, rng, _ in iter_accesses(out, ranges):
                 for d, index in enumerate(acc.indices):
-                    coefficient = 0 if index is FULL else _coefficient_of(index, var)
-                    if coefficient is None or coefficient and not _inside(index, rng, acc.tensor.shape[d]):
-                        return None
-                    if coefficients[acc.tensor.position].setdefault(d, coefficient) != coefficient:
-                        return None
-        inputs = tuple(tuple(found.get(d, 0) * step for d in range(len(ref.shape)))
-                       for found, ref in zip(coefficients, self.desc.inputs))
+                    if index is not FULL and _mentions(index, var):
+                        if not _inside(index, rng, acc.tensor.shape[d]):
+                            return None
+                        divisors += _divisors(index, var)
+                        indices.append((acc.tensor.position, d, index))
+                    else:
+                        indices.append((acc.tensor.position, d, None))
+        common = math.lcm(*divisors) if divisors else 1
+        count = common // math.gcd(common, chunk)
+        steps: list[dict[int, int]] = [{} for _ in self.desc.inputs]        # per input: dim -> step
+        for position, d, index in indices:
+            moved = 0 if index is None else _shift(index, var, count * chunk)
+            if moved is None or steps[position].setdefault(d, moved) != moved:
+                return None
+        inputs = tuple(tuple(found.get(d, 0) for d in range(len(ref.shape)))
+                       for found, ref in zip(steps, self.desc.inputs))
         out_index = self.output_dim_index(dim)
-        output = tuple(step if k == out_index else 0 for k in range(len(self.desc.output_vars)))
-        return output, inputs
+        output = tuple(count * chunk if k == out_index else 0 for k in range(len(self.desc.output_vars)))
+        return count, output, inputs
 
     def _is_exact(self, assignment: Mapping[str, tuple[int, int]], first_in_reduction: bool) -> bool:
         ranges = self.ranges_for(assignment)
@@ -603,24 +618,36 @@ def partial_output(top: TopReduction, include_extra: bool) -> Value:
     return out
 
 
-def _coefficient_of(index: Any, var: IndexVar) -> int | None:
-    """The coefficient of `var` in an affine index where it stands as itself (0 where absent);
-    None where it is inside another atom (a division, a remainder) or the index is not affine."""
-    try:
-        affine = index.to_affine()
-    except TDLError:
-        return None
-    found = 0
-    for atom, coefficient in affine.terms:
-        if isinstance(atom, IndexVar) and atom.uid == var.uid:
-            found = coefficient
-        elif any(v.uid == var.uid for v in atom_variables(atom)):
+def _shift(expr: Any, var: IndexVar, distance: int) -> int | None:
+    """How far `expr` moves when `var` moves by `distance`, the same for every value of `var`;
+    None where that is not so (a division or remainder that `distance` does not pass whole)."""
+    if isinstance(expr, IndexVar):
+        return distance if expr.uid == var.uid else 0
+    if isinstance(expr, Affine):
+        moves = [_shift(atom, var, distance) for atom, _ in expr.terms]
+        return None if None in moves else sum(c * m for (_, c), m in zip(expr.terms, moves))
+    if isinstance(expr, (FloorDiv, Mod)):
+        inner = _shift(expr.inner, var, distance)
+        if inner is None or inner % expr.divisor:
             return None
-    return found
+        return inner // expr.divisor if isinstance(expr, FloorDiv) else 0
+    return None if _mentions(expr, var) else 0
+
+
+def _divisors(expr: Any, var: IndexVar) -> list[int]:
+    """The divisors of the floor divisions and remainders of `var` inside `expr`."""
+    if isinstance(expr, Affine):
+        return [d for atom, _ in expr.terms for d in _divisors(atom, var)]
+    if isinstance(expr, (FloorDiv, Mod)) and _mentions(expr, var):
+        return [expr.divisor, *_divisors(expr.inner, var)]
+    return []
 
 
 def _mentions(expr: Any, var: IndexVar) -> bool:
-    return any(v.uid == var.uid for v in expr.variables())
+    try:
+        return any(v.uid == var.uid for v in expr.variables())
+    except TDLError:                 # not affine (a product of indices): assume it does
+        return True
 
 
 def _inside(index: Any, ranges: Mapping[int, tuple[int, int]], size: int) -> bool:

@@ -64,8 +64,8 @@ def _moved_equals_analyzed(analysis: Analysis, part_counts) -> int:
                 continue
             fast, slow = analysis._worker_shares(dim.name, parts), analysis._worker_shares(dim.name, parts, moved=False)
             assert fast == slow, f"{analysis.name} {dim.name} x{parts}"
-            reduction = dim.is_reduction and parts > 1
-            used += fast is not None and analysis._steps(dim.name, parts, reduction) is not None
+            period = analysis._period(dim.name, parts, dim.is_reduction and parts > 1)
+            used += fast is not None and period is not None and period[0] < parts - 1
     return used
 
 
@@ -89,15 +89,20 @@ def test_moved_workers_are_the_analyzed_ones_on_zoo_graphs(model):
 
 def test_moves_are_refused_where_workers_differ():
     """A causal mask (an index condition on the split dim), a padded window (clipped at the
-    edges) and an uneven split are analyzed worker by worker; a matmul's rows are moved."""
+    edges) and an uneven split are analyzed worker by worker; a matmul's rows move one worker at
+    a time, a flip's backwards, and a merging reshape's rows (x[L // 6, L % 6]) a period at a time."""
     from stratagem.tdl.library import LIBRARY
     matmul = Analysis(LIBRARY["mm"].describe((8, 4), (4, 6)))
-    assert matmul._steps(matmul.dims[0].name, 4, False) is not None
-    assert matmul._steps(matmul.dims[0].name, 3, False) is None                  # 8 rows in 3
+    assert matmul._period(matmul.dims[0].name, 4, False) == (1, (2, 0), ((2, 0), (0, 0)))
+    assert matmul._period(matmul.dims[0].name, 3, False) is None                 # 8 rows in 3
     conv = Analysis(LIBRARY["conv2d"].describe((2, 3, 8, 8), (4, 3, 3, 3), padding=(1, 1)))
     row = next(d for d in conv.dims if d.size == 8 and d.kind == "attribute")
-    assert conv._steps(row.name, 4, False) is None
+    assert conv._period(row.name, 4, False) is None
     mask = Analysis(LIBRARY["tril"].describe((8, 8)))
-    assert all(mask._steps(d.name, 4, False) is None for d in mask.dims)
-    flipped = Analysis(LIBRARY["flip"].describe((8, 6), dims=(0,)))               # moves backwards
-    assert flipped._steps(flipped.dims[0].name, 4, False) == ((2, 0), ((-2, 0),))
+    assert all(mask._period(d.name, 4, False) is None for d in mask.dims)
+    flipped = Analysis(LIBRARY["flip"].describe((8, 6), dims=(0,)))
+    assert flipped._period(flipped.dims[0].name, 4, False) == (1, (2, 0), ((-2, 0),))
+    merged = Analysis(LIBRARY["reshape"].describe((4, 6, 5), shape=(24, 5)))
+    rows = merged.dims[0].name
+    assert merged._period(rows, 12, False) == (3, (6, 0), ((1, 0, 0),))          # 3 chunks of 2: one row of 6
+    assert merged._worker_shares(rows, 12) == merged._worker_shares(rows, 12, moved=False)
