@@ -277,8 +277,8 @@ class Lowering:
         specs = [local.get(name) or self.specs[name] for name in inputs]
         shapes = tuple(s.shape for s in specs)
         weights = tuple(s.role in (Role.WEIGHT, Role.BUFFER) for s in specs)
-        key = (item.kind, shapes, weights, item.attrs)
         try:
+            key = (item.kind, shapes, weights, Attrs(item.attrs))
             found = self.traced.get(key)
         except TypeError:                     # an attribute that does not hash: traced every time
             key, found = None, None

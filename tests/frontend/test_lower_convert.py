@@ -93,3 +93,30 @@ def test_a_conversion_that_does_not_fit_falls_back_to_opaque(monkeypatch, librar
     assert linear.kind == "opaque" and linear.attrs["target"] == "aten.linear.default"
     text = str(caught[0].message)
     assert "conversion of aten.linear.default refused" in text and "(4, 4)" in text
+
+
+class _Counted:
+    """A library op whose `describe` calls are counted by (kind, shapes)."""
+
+    def __init__(self, kind, inner, calls):
+        self.kind, self.inner, self.calls = kind, inner, calls
+
+    def describe(self, *shapes, **attrs):
+        self.calls.append((self.kind, shapes))
+        return self.inner.describe(*shapes, **attrs)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_a_repeated_layers_ops_are_traced_once(monkeypatch):
+    """Ops of equal kind, input shapes, weight roles and attributes share one trace (converters
+    give attributes as dicts: the lowering's cache must key them all the same)."""
+    calls: list = []
+    counted = MappingProxyType({kind: _Counted(kind, inner, calls) for kind, inner in LIBRARY.items()})
+    monkeypatch.setattr(lower, "LIBRARY", counted)
+    blocks = nn.Sequential(*(nn.Sequential(nn.Linear(6, 6), nn.Softmax(dim=-1)) for _ in range(4)))
+    graph = capture(blocks, (torch.randn(3, 6),))
+    kinds = [o.kind for o in graph.ops]
+    assert kinds.count("linear") == 4 and kinds.count("softmax") == 4
+    assert len(calls) == len(set(calls)) and {k for k, _ in calls} >= {"linear", "softmax"}
