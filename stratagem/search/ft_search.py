@@ -184,7 +184,6 @@ def _simulated(ctx: PlanningContext, search_space: SearchSpace, result: FTResult
 
     def simulated(point: FTPoint) -> Plan | None:
         strategy, reuse = search_space.strategy(point.assignment, point.options)
-        reuse = _non_default(ctx, strategy, reuse)
         if least_time_under is not None and point is not points[0] and \
                 busy_bound(ctx.model, strategy_with_reuse(ctx, strategy, reuse), resources) > fastest[0] * (1 + ROUNDING):
             return None                                 # (the first is kept: a frontier has a point)
@@ -259,15 +258,3 @@ def _alternatives(ctx: PlanningContext, search_space: SearchSpace, strategy: Map
         return []
     sharded = any(config.sharded_state for config in strategy.values())
     return [make_plan(ctx, strategy, "fsdp" if sharded else "data-parallel")]
-
-
-def _non_default(ctx: PlanningContext, strategy, reuse: Mapping[int, str]) -> dict[int, str]:
-    edges = ctx.model.edges()
-    out = {}
-    for k, option in reuse.items():
-        e = edges[k]
-        src = strategy[e.src_op] if e.src_op else None
-        cost = ctx.model.edge_cost(e.tensor, e.src_op, src, e.dst_op, strategy[e.dst_op])
-        if option and option != cost.default_reuse:
-            out[k] = option
-    return out

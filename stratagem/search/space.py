@@ -56,6 +56,7 @@ class CrossEdge:
     src_group: int
     dst_group: int
     options: tuple[tuple[str, ...], ...]   # per (k, p) flattened: reuse option names by r
+    defaults: tuple[str | None, ...]       # per (k, p) flattened: the option the edge is priced under
 
 
 @dataclass
@@ -93,8 +94,11 @@ class SearchSpace:
         reuse: dict[tuple, str] = {}
         for e, r in zip(self.cross_edges, options or [0] * len(self.cross_edges)):
             k, p = base[e.src_group], base[e.dst_group]
-            names = e.options[k * len(self.configs[e.dst_group]) + p]
-            reuse[e.model_edge] = names[r] if r < len(names) else names[0]
+            pair = k * len(self.configs[e.dst_group]) + p
+            names = e.options[pair]
+            name = names[r] if r < len(names) else names[0]
+            if name and name != e.defaults[pair]:
+                reuse[e.model_edge] = name
         return strategy, reuse
 
     def index_of(self, model, strategy: Mapping[str, Configuration]) -> tuple[int, ...] | None:
@@ -203,7 +207,7 @@ def _cross_edge_tables(model, members, flags, group_of, progress: Progress):
         key = _edge_key(model, edge, members[gs][edge.src_op], members[gd][edge.dst_op])
         if key not in cache:
             cache[key] = _edge_table(model, edge, members[gs][edge.src_op], members[gd][edge.dst_op])
-        mem, time, names, transient = cache[key]
+        mem, time, names, transient, defaults = cache[key]
         if flags[gs] or flags[gd]:
             flagged_key = (key, edge_flag_key(edge, flags[gs], flags[gd]))
             if flagged_key not in cache:
@@ -213,7 +217,7 @@ def _cross_edge_tables(model, members, flags, group_of, progress: Progress):
         crossing.setdefault(edge.dst_op, []).append(len(edges))
         phases[len(edges)] = transient
         edges.append(EdgeCosts(gs, gd, mem, time, str(edge)))
-        cross.append(CrossEdge(k, gs, gd, names))
+        cross.append(CrossEdge(k, gs, gd, names, defaults))
     return edges, cross, crossing, phases
 
 
@@ -327,14 +331,16 @@ def _edge_key(model, edge, src_configs, dst_configs) -> tuple:
 
 def _edge_table(model, edge, src_configs, dst_configs):
     """[R, K_src, K_dst] memory and time per reuse option, [3, R, K_src, K_dst] transient phases
-    (cost.transient), and the options' names. Configurations that differ only in how their
-    weights are held cost an edge the same: priced once, repeated."""
+    (cost.transient), and per (k, p) the options' names and the one it is priced under by default.
+    Configurations that differ only in how their weights are held cost an edge the same: priced
+    once, repeated."""
     (src_bases, src_index), (dst_bases, dst_index) = _bases(src_configs), _bases(dst_configs)
     if len(src_bases) < len(src_configs) or len(dst_bases) < len(dst_configs):
-        mem, time, names, transient = _edge_table(model, edge, src_bases, dst_bases)
-        names = tuple(names[i * len(dst_bases) + j] for i in src_index for j in dst_index)
-        return (mem[:, src_index][:, :, dst_index], time[:, src_index][:, :, dst_index], names,
-                transient[..., src_index, :][..., dst_index])
+        mem, time, names, transient, defaults = _edge_table(model, edge, src_bases, dst_bases)
+        pairs = [i * len(dst_bases) + j for i in src_index for j in dst_index]
+        return (mem[:, src_index][:, :, dst_index], time[:, src_index][:, :, dst_index],
+                tuple(names[x] for x in pairs), transient[..., src_index, :][..., dst_index],
+                tuple(defaults[x] for x in pairs))
     ks, kd = len(src_configs), len(dst_configs)
     costs = model.edge_costs(edge.tensor, edge.src_op, src_configs, edge.dst_op, dst_configs)
     distinct: dict[int, int] = {}         # by id: the cost model gives pairs of equal layouts one cost
@@ -348,7 +354,8 @@ def _edge_table(model, edge, src_configs, dst_configs):
     mem, time = (np.ascontiguousarray(table[at].T.reshape(r, ks, kd)) for table in (mem, time))
     names = [rows[u][0] for u in found]
     transient = input_transient_table(model, edge, src_configs, dst_configs, costs, names)
-    return mem, time, tuple(names), transient
+    defaults = tuple(cost.default_reuse for row in costs for cost in row)
+    return mem, time, tuple(names), transient, defaults
 
 
 def _reuse_row(cost) -> tuple[tuple[str, ...], list[float], list[float]]:

@@ -152,7 +152,7 @@ def test_structurally_equal_flagged_edges_share_one_expansion_and_it_is_each_one
         gs, gd = costs.src, costs.dst
         src_configs = space.members[gs][edge.src_op]
         dst_configs = space.members[gd][edge.dst_op]
-        mem, time, names, transient = _edge_table(model, edge, src_configs, dst_configs)
+        mem, time, names, transient, _ = _edge_table(model, edge, src_configs, dst_configs)
         own = expand_edge(model, edge, (mem, time, transient), space.flags[gs], space.flags[gd],
                           src_configs, dst_configs, names)
         for got, expected in zip((costs.mem, costs.time), own):
