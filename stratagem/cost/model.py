@@ -316,6 +316,14 @@ class CostModel:
         return self._edge_list
 
     def plan_cost(self, strategy: Mapping[str, Configuration]) -> PlanCost:
+        time_s, communication_s, compute_s = self.plan_times_s(strategy)
+        parts = self.memory_parts(strategy)
+        peaks = tuple(sum(kind[d] for kind in parts.values()) for d in range(self.num_devices))
+        return PlanCost(time_s, max(peaks), communication_s, compute_s, peaks)
+
+    def plan_times_s(self, strategy: Mapping[str, Configuration]) -> tuple[float, float, float]:
+        """Eq. 3's time of a strategy, and its communication and compute parts (plan_cost's, without
+        its memory)."""
         check_strategy(self.graph, strategy)
         check_reuse(self.edges(), reuse_of(strategy))
         time_s = communication_s = compute_s = 0.0
@@ -326,9 +334,7 @@ class CostModel:
         for edge in self.edges():
             cost = self.edge_cost_in(edge, strategy)
             time_s, communication_s = time_s + cost.time_s, communication_s + cost.time_s
-        parts = self.memory_parts(strategy)
-        peaks = tuple(sum(kind[d] for kind in parts.values()) for d in range(self.num_devices))
-        return PlanCost(time_s, max(peaks), communication_s, compute_s, peaks)
+        return time_s, communication_s, compute_s
 
     def memory_parts(self, strategy: Mapping[str, Configuration], terms: Sequence[tuple] | None = None
                      ) -> dict[str, list[float]]:

@@ -134,11 +134,11 @@ def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algor
                                   "node_bytes": ctx.model.cluster.spec.host.memory_bytes}
     if states:
         details["weight_states"] = dict(states)
-        details["weight_states_effect"] = sharding_effect(ctx.model, chosen)
+        details["weight_states_effect"] = sharding_effect(ctx.model, chosen, terms)
     if ctx.model.recompute:
-        details["recompute_effect"] = recompute_effect(ctx, chosen)
+        details["recompute_effect"] = recompute_effect(ctx, chosen, terms)
     if ctx.model.offload_activations:
-        details["offload_effect"] = offload_effect(ctx, chosen)
+        details["offload_effect"] = offload_effect(ctx, chosen, terms)
     plan = Plan(ctx.graph, ctx.cluster_name, ctx.num_devices, chosen, additive_time_s=time,
                 additive_memory_bytes=mem, algorithm=algorithm, optimizer=ctx.optimizer,
                 model=ctx.zoo_name, details=details, precision=ctx.precision, recompute=ctx.model.recompute,
@@ -214,33 +214,38 @@ def offloading(ctx: PlanningContext, names: tuple[str, ...] | None = None) -> Pl
     return replace(ctx, model=ctx.model.with_activations((), names))
 
 
-def offload_effect(ctx: PlanningContext, strategy: Strategy) -> dict[str, float]:
+def offload_effect(ctx: PlanningContext, strategy: Strategy, terms: Sequence[tuple] | None = None
+                   ) -> dict[str, float]:
     """What offloading the plan's blocks' activations saves (kept activations on the device where
     the plan peaks) and costs (additive time: the copies to the host and back), against keeping
     them (the recomputed blocks recomputed as before)."""
     return _effect(ctx.model.with_activations(ctx.model.recompute, ()), strategy, ctx.model, strategy,
-                   ("activations",))
+                   ("activations",), terms)
 
 
-def sharding_effect(model, strategy: Strategy) -> dict[str, float]:
+def sharding_effect(model, strategy: Strategy, terms: Sequence[tuple] | None = None) -> dict[str, float]:
     """What holding weights sharded saves (weights, gradients and optimizer state on the device
     where the plan peaks) and costs (additive time: gathers, reduce-scatters), against the same
-    strategy with every weight replicated."""
+    strategy with every weight replicated. `terms`: the strategy's transient_terms, where the
+    caller has them."""
     replicated = Strategy({op: c.base for op, c in strategy.items()}, strategy.reuse)
-    return _effect(model, replicated, model, strategy, ("weights", "gradients", "optimizer_state"))
+    return _effect(model, replicated, model, strategy, ("weights", "gradients", "optimizer_state"), terms)
 
 
-def recompute_effect(ctx: PlanningContext, strategy: Strategy) -> dict[str, float]:
+def recompute_effect(ctx: PlanningContext, strategy: Strategy, terms: Sequence[tuple] | None = None
+                     ) -> dict[str, float]:
     """What recomputing the plan's blocks saves (kept activations on the device where the plan
     peaks) and costs (additive time), against keeping every activation."""
-    return _effect(ctx.model.recomputing(()), strategy, ctx.model, strategy, ("activations",))
+    return _effect(ctx.model.recomputing(()), strategy, ctx.model, strategy, ("activations",), terms)
 
 
-def _effect(model_a, strategy_a, model_b, strategy_b, kinds) -> dict[str, float]:
-    parts_a, parts_b = model_a.memory_parts(strategy_a), model_b.memory_parts(strategy_b)
+def _effect(model_a, strategy_a, model_b, strategy_b, kinds, terms_b: Sequence[tuple] | None = None
+            ) -> dict[str, float]:
+    parts_a, parts_b = model_a.memory_parts(strategy_a), model_b.memory_parts(strategy_b, terms_b)
     device = max(range(model_b.num_devices), key=lambda d: sum(kind[d] for kind in parts_b.values()))
     saved = sum(parts_a[k][device] - parts_b[k][device] for k in kinds)
-    return {"saved_bytes": saved, "time_s": model_b.plan_cost(strategy_b).time_s - model_a.plan_cost(strategy_a).time_s}
+    return {"saved_bytes": saved,
+            "time_s": model_b.plan_times_s(strategy_b)[0] - model_a.plan_times_s(strategy_a)[0]}
 
 
 def memory_by_kind(model, strategy: Mapping[str, Configuration], terms: Sequence[tuple] | None = None

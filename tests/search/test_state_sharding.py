@@ -83,3 +83,5 @@ def test_plans_say_what_sharding_and_recomputation_save_and_cost():
     effect = plan.details["weight_states_effect"]
     assert effect["saved_bytes"] == 2 * 256 * 256 * 4 * (1 + 1 + 2) / 2
     assert effect["time_s"] > 0 and "recompute_effect" not in plan.details
+    replicated = {op: config.base for op, config in plan.strategy.items()}
+    assert effect["time_s"] == ctx.model.plan_cost(plan.strategy).time_s - ctx.model.plan_cost(replicated).time_s
