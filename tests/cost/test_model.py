@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 import pytest
 
 from stratagem.cost import CostModel
 from stratagem.errors import ConfigError, GraphError
 from stratagem.space import Configuration, SpaceOptions
-from tests.cost.graphs import mlp
+from tests.cost.graphs import conv, mlp, mlp_with_views
 
 B, D, H = 64, 1024, 4096
 
@@ -250,3 +252,53 @@ def test_a_gathered_weight_its_reader_does_not_keep_is_transient(checked):
     assert input_transient_bytes(model, Edge("w", "fc1", "fc2"), mp, whole) == (copy, copy, copy + edge.temporary_bytes)
     strategy = {"fc1": mp, "fc2": whole}
     assert model.plan_cost(strategy).memory_bytes == simulate(model, strategy).peak_memory_bytes
+
+
+def _memory_parts_per_device(model, strategy, terms):
+    """The oracle: memory_parts by a loop over every device of every op and edge, in its order."""
+    from stratagem.cost.model import MEMORY_KINDS
+    from stratagem.cost.sharing import sharing_credits
+    parts = {kind: [0.0] * model.num_devices for kind in MEMORY_KINDS}
+    fields = {"weights": "parameter_bytes", "gradients": "gradient_bytes", "optimizer_state": "optimizer_bytes",
+              "activations": "activation_bytes"}
+    for op in model.graph.ops:
+        memory = model.op_cost(op.name, strategy[op.name]).memory
+        for d in strategy[op.name].devices:
+            for kind, field in fields.items():
+                parts[kind][d] += getattr(memory, field)
+    for edge in model.edges():
+        for d in strategy[edge.dst_op].devices:
+            parts["activations"][d] += model.edge_cost_in(edge, strategy).extra_memory_bytes
+    for num_bytes, devices in sharing_credits(model, strategy):
+        for d in devices:
+            parts["activations"][d] -= num_bytes
+    for num_bytes, devices, _ in terms:
+        for d in devices:
+            parts["transient"][d] = max(parts["transient"][d], num_bytes)
+    return parts
+
+
+@pytest.mark.parametrize("name", ["mlp", "conv", "views"])
+def test_memory_parts_are_per_device_sums_in_a_loops_order(name):
+    """Per span of devices alike, then spread: the same floats in the same order as summing
+    device by device, with ops on blocks of devices of every size and place."""
+    from stratagem.cost.transient import transient_terms
+    from stratagem.space import Strategy
+    graphs = {"mlp": lambda: mlp(32, 64, 128, activation=True), "conv": lambda: conv(8, 8, 34, 3),
+              "views": lambda: mlp_with_views(32, 64, 128, transposed=True)}
+    model = CostModel(graphs[name](), "v100-2x8", num_devices=16)
+    configs = {op.name: model.configurations(op.name, SpaceOptions(state_sharding=True)) for op in model.graph.ops}
+    rng = np.random.default_rng(5)
+    spans = set()
+    for _ in range(20):
+        strategy = {op: c[rng.integers(len(c))] for op, c in configs.items()}
+        reuse = {}
+        for edge in model.edges():
+            names = [option.name for option in model.edge_cost_in(edge, strategy).reuse]
+            if len(names) > 1:
+                reuse[edge] = names[rng.integers(len(names))]
+        strategy = Strategy(strategy, reuse)
+        terms = tuple(transient_terms(model, strategy))
+        assert model.memory_parts(strategy) == _memory_parts_per_device(model, strategy, terms)
+        spans |= {(c.devices.start, c.devices.stop) for c in strategy.values()}
+    assert len(spans) > 4
