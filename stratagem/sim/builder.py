@@ -53,7 +53,7 @@ class SimulationResult:
     communication_bytes: float            # bytes moved by all communication steps
     utilization: tuple[float, ...]        # per device: compute busy time / iteration time
     num_tasks: int                        # the iteration's tasks (a compute task per device)
-    trace_tasks: tuple[TraceTask, ...] = field(default=(), repr=False)
+    trace_tasks: tuple[TraceTask, ...] = field(default=(), repr=False)     # these three: with a trace only
     resource_names: tuple[str, ...] = field(default=(), repr=False)
     resource_groups: tuple[str, ...] = field(default=(), repr=False)
     simulated_tasks: int | None = None    # the tasks simulated: fewer with representative ranks (sim.ranks)
@@ -217,10 +217,10 @@ class Simulation:
         busy = self.state.classes.expand(busy)
         utilization = tuple(float(b / makespan) if makespan else 0.0 for b in busy)
         trace = tuple(tasks.trace_tasks()) if with_trace else ()
+        names, groups = (tasks.resource_names(), tasks.resource_groups()) if with_trace else ((), ())
         return SimulationResult(makespan, float(peaks.max()), tuple(float(p) for p in peaks),
                                 float(busy.max()), comm_time, comm_bytes, utilization, tasks.represented(),
-                                trace, tasks.resource_names(), tasks.resource_groups(),
-                                simulated_tasks=len(self.store.live))
+                                trace, names, groups, simulated_tasks=len(self.store.live))
 
 
 def simulate(model, strategy: Mapping[str, Configuration], with_trace: bool = False) -> SimulationResult:
