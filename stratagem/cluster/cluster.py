@@ -107,15 +107,17 @@ class Cluster:
         key = (kind, groups)
         found = self._step_links.get(key)
         if found is None:
-            links: set[int] = set()
-            for group in groups:
-                pairs = [group] if kind == "p2p" else \
-                    [(group[i], group[(i + 1) % len(group)]) for i in range(len(group))] if len(group) > 1 else []
-                for src, dst in pairs:
-                    if src != dst:
-                        links.update(self.route_ids(src, dst))
-            found = self._step_links[key] = tuple(sorted(links))
+            found = self._step_links[key] = self._links_of_pairs(*_step_pairs(kind, groups))
         return found
+
+    def _links_of_pairs(self, src: np.ndarray, dst: np.ndarray) -> tuple[int, ...]:
+        """The links of the routes src[i] -> dst[i] (the route table's rows, all at once), sorted."""
+        for d in (src, dst):
+            if len(d) and (d.min() < 0 or d.max() >= self.num_devices):
+                self._check_device(int(d[(d < 0) | (d >= self.num_devices)][0]))
+        keep = src != dst
+        rows = self.routes.rows(src[keep], dst[keep])
+        return tuple(int(i) for i in np.unique(rows[rows >= 0]))
 
     def _find_route(self, src: int, dst: int) -> tuple[int, ...]:
         self._check_device(src)
@@ -334,3 +336,18 @@ def _node(spec: ClusterSpec, n: int) -> Node:
     """Node n: devices n * per .. (n + 1) * per - 1."""
     per = spec.devices_per_node
     return Node(n, tuple(range(n * per, (n + 1) * per)))
+
+
+def _step_pairs(kind: str, groups: tuple[tuple[int, ...], ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The (source, destination) pairs a step's traffic takes: for "p2p" each group's pair, else
+    each group's ring, i -> i + 1 around it."""
+    src, dst = [], []
+    for group in groups:
+        if kind == "p2p":
+            src.append(group[0])
+            dst.append(group[1])
+        elif len(group) > 1:
+            src.extend(group)
+            dst.extend(group[1:])
+            dst.append(group[0])
+    return np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
