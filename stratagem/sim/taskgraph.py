@@ -28,6 +28,7 @@ from stratagem.sim.memory import task_ids
 from stratagem.sim.store import TaskStore
 from stratagem.sim.trace import TraceTask
 
+MANY_RESOURCES = 64  # a task holding more resources is built from an array kept per resource tuple
 CATEGORIES = ("forward", "backward", "update", "sync", "reschedule", "gather", "host copy")
 COMPUTE = 3          # categories below this index run on devices
 
@@ -70,7 +71,8 @@ class _Pending:
         self.pred_owner: list[np.ndarray] = []
         self.pred_value: list[np.ndarray] = []
 
-    def add(self, duration: float, resources: list[int], preds: list[int], key: int) -> int:
+    def add(self, duration: float, resources, preds: list[int], key: int) -> int:
+        """A task; `resources` a list, or an array (a step's many links: appended as a block)."""
         if not isinstance(key, (int, np.integer)):
             raise TypeError(f"a structural key is an integer (stratagem.sim.keys), got {key!r}")
         t = self.n
@@ -78,7 +80,10 @@ class _Pending:
         self.duration.loose.append(duration)
         self.topo.loose.append(int(key))
         self.res_counts.loose.append(len(resources))
-        self.res_values.loose.extend(resources)
+        if isinstance(resources, np.ndarray):
+            self.res_values.append_block(resources)
+        else:
+            self.res_values.loose.extend(resources)
         self.add_preds(t, preds)
         return t
 
@@ -142,6 +147,7 @@ class TaskGraph:
         self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None     # the lists, made arrays
         self._links: dict[tuple, tuple[int, ...]] = {}
         self._resource_arrays: dict[tuple[str, int], tuple] = {}   # (kind, id(groups)) -> (groups, resources)
+        self._tuple_arrays: dict[int, tuple] = {}                   # id(resources) -> (resources, array)
         self.blocking = not cluster.spec.overlap_compute
 
     @property
@@ -152,7 +158,9 @@ class TaskGraph:
 
     def add(self, duration: float, resources, preds, key: int, meta: TaskMeta) -> int:
         if self._pending is not None:
-            t = self._pending.add(float(duration), list(resources), sorted(set(preds)), key)
+            many = len(resources) > MANY_RESOURCES and isinstance(resources, tuple)
+            t = self._pending.add(float(duration), self._array_of(resources) if many else list(resources),
+                                  sorted(set(preds)), key)
         else:
             t = self.store.add(float(duration), list(resources), sorted(set(preds)), key)
         self._describe(1, meta, resources[0] if len(resources) else -1)
@@ -233,6 +241,14 @@ class TaskGraph:
             devices = self.classes.of_devices({d for group in step.groups for d in group}) if self.blocking else []
             self._links[key] = tuple(devices) + tuple(self.num_devices + link for link in links)
         return self._links[key]
+
+    def _array_of(self, resources: tuple[int, ...]) -> np.ndarray:
+        """A resource tuple as an array, kept by the tuple's identity (step_resources gives each
+        step's tuple once)."""
+        found = self._tuple_arrays.get(id(resources))
+        if found is None or found[0] is not resources:
+            found = self._tuple_arrays[id(resources)] = (resources, np.asarray(resources, dtype=np.int64))
+        return found[1]
 
     def step_resource_array(self, step) -> np.ndarray:
         """`step_resources` as an array, kept by the identity of the step's groups (a collective

@@ -251,3 +251,25 @@ def test_offloaded_weights_move_over_each_devices_host_link_and_leave_the_device
     assert [a - b for a, b in zip(sharded.peak_memory_per_device[:2], offloaded.peak_memory_per_device[:2])] == \
         pytest.approx([resident] * 2, rel=1e-12)
     assert offloaded.iteration_time_s > sharded.iteration_time_s
+
+
+@pytest.mark.parametrize("representative", [False, True])
+def test_many_resources_built_from_arrays_simulate_as_lists(monkeypatch, representative):
+    """A task holding many resources (a step's links) goes into the build as an array kept per
+    resource tuple: every task, resource, time and peak as when built from lists."""
+    import stratagem.sim.taskgraph as taskgraph
+    model = CostModel(mlp(64, 256, 512, activation=True), "v100-2x8", num_devices=16)
+    configs = {op.name: model.configurations(op.name) for op in model.graph.ops}
+    rng = np.random.default_rng(2)
+    for _ in range(6):
+        strategy = {op: c[rng.integers(len(c))] for op, c in configs.items()}
+        built = {}
+        for many in (10**9, 0):
+            monkeypatch.setattr(taskgraph, "MANY_RESOURCES", many)
+            sim = Simulation(model, strategy, representative=representative)
+            result = sim.run()
+            store = sim.store
+            built[many] = (result.iteration_time_s, result.peak_memory_per_device, store.n,
+                           [tuple(store.resources_of(t)) for t in range(store.n)])
+        assert built[0] == built[10**9]
+        assert max(len(r) for r in built[0][3]) > 1
