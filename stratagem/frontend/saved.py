@@ -192,7 +192,7 @@ def _described(value: Any, tensors: list[torch.Tensor], storages: dict[int, int]
         return (type(value), tuple(_described(v, tensors, storages) for v in value))
     if isinstance(value, dict):
         return (dict, tuple((k, _described(v, tensors, storages)) for k, v in value.items()))
-    if type(value) in PLAIN or isinstance(value, PLAIN[5:]):
+    if type(value) in PLAIN:
         return value
     raise _NotReplayed
 
@@ -260,9 +260,7 @@ def _replay_of(arguments: list[torch.Tensor], result: Any, packed: list[tuple[st
                 return None          # outputs sharing a storage of their own
             by_output[_storage_key(output)] = j
     packs = []
-    for _, tensor in packed:
-        if isinstance(tensor, _Stored):
-            return None
+    for _, tensor in packed:                     # a run's packs: tensors, never _Stored
         num_bytes = tensor.numel() * tensor.element_size()
         argument = next((i for i, a in enumerate(arguments) if tensor is a), None)
         output = next((j for j, o in enumerate(outputs) if tensor is o), None)

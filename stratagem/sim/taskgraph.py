@@ -146,8 +146,7 @@ class TaskGraph:
         self._bytes: list[float] = []           # per task: bytes moved (communication)
         self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None     # the lists, made arrays
         self._links: dict[tuple, tuple[int, ...]] = {}
-        self._resource_arrays: dict[tuple[str, int], tuple] = {}   # (kind, id(groups)) -> (groups, resources)
-        self._tuple_arrays: dict[int, tuple] = {}                   # id(resources) -> (resources, array)
+        self._tuple_arrays: dict[int, tuple] = {}   # id(resources) -> (resources, array): `_array_of`
         self.blocking = not cluster.spec.overlap_compute
 
     @property
@@ -251,13 +250,8 @@ class TaskGraph:
         return found[1]
 
     def step_resource_array(self, step) -> np.ndarray:
-        """`step_resources` as an array, kept by the identity of the step's groups (a collective
-        over 16,384 devices holds tens of thousands of links; hashing its groups costs as much)."""
-        key = (step.kind, id(step.groups))
-        found = self._resource_arrays.get(key)
-        if found is None or found[0] is not step.groups:
-            found = self._resource_arrays[key] = (step.groups, np.asarray(self.step_resources(step), dtype=np.int64))
-        return found[1]
+        """`step_resources` as an array (the busy bound adds a step's time onto its resources)."""
+        return self._array_of(self.step_resources(step))
 
     # ---- what reports read --------------------------------------------------------------------
     def totals(self) -> tuple[np.ndarray, float, float]:
