@@ -41,14 +41,21 @@ def source_layouts(model, tensor: str, src_op: str | None, src_config: Configura
                              hint="Only graph inputs come from the data loader; pass the producer "
                                   "(or, for a weight, the op that owns it)")
         return loader_layout(spec, model.num_devices), None
-    op = graph.op(src_op)
-    if tensor in op.outputs:
+    end = _source_end(graph, tensor, src_op)
+    if end is None:
         lay = model.layout(src_op, src_config)
         return output_layout(lay), output_layout(lay, gradient=True)
+    return (model.input_layout(src_op, src_config, end),
+            model.input_layout(src_op, src_config, end, gradient=True))
+
+
+def _source_end(graph, tensor: str, src_op: str) -> int | None:
+    """None where the source op produces the tensor; the input it reads it at where it owns it (a weight)."""
+    op = graph.op(src_op)
+    if tensor in op.outputs:
+        return None
     if tensor in op.inputs:
-        i = op.inputs.index(tensor)
-        return (model.input_layout(src_op, src_config, i),
-                model.input_layout(src_op, src_config, i, gradient=True))
+        return op.inputs.index(tensor)
     raise GraphError(f"op {src_op!r} neither produces nor reads tensor {tensor!r}")
 
 
@@ -76,6 +83,19 @@ def edge_facts(model, tensor: str, src_op: str | None, dst_op: str) -> EdgeFacts
                      (kept, kept and other_keepers(graph, tensor, dst_op)),
                      is_weight_edge(graph, tensor, src_op) and keeps_weight_copy(graph, consumer, tensor),
                      dst_op in model.recomputed)
+
+
+def edge_signature(model, tensor: str, src_op: str | None, dst_op: str) -> tuple:
+    """What an edge's cost under each pair of configurations depends on: its facts, and what gives
+    the layouts at its ends (`source_layouts`, `consumer_layouts`): the first op alike at either
+    end (CostModel._first_alike: equal op facts give equal layouts per configuration), whether the
+    source writes or reads the tensor, and where the consumer reads it. Edges with equal signatures
+    cost the same under the same configurations (a repeated layer's edges); a graph input's edge
+    is its own."""
+    graph = model.graph
+    source = ("loader", tensor) if src_op is None else (model._first_alike(src_op), _source_end(graph, tensor, src_op))
+    return (edge_facts(model, tensor, src_op, dst_op), source, model._first_alike(dst_op),
+            _positions(graph, tensor, dst_op))
 
 
 def consumer_layouts(model, facts: EdgeFacts, tensor: str, dst_op: str, dst_config: Configuration

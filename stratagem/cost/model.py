@@ -32,7 +32,7 @@ from stratagem.cost.activation_offload import check_offload, offloaded_ops, with
 from stratagem.cost.compute import ComputeModel
 from stratagem.cost.compute_table import ComputeTable, ProfileRequest
 from stratagem.cost.costs import EdgeCost, OpCost, PlanCost
-from stratagem.cost.edgecost import EdgeFacts, consumer_layouts, edge_facts, priced_edge, source_layouts
+from stratagem.cost.edgecost import EdgeFacts, consumer_layouts, edge_facts, edge_signature, priced_edge, source_layouts
 from stratagem.cost.made import descendant_bits, later_kept_bytes, least_made, made_bytes
 from stratagem.cost.memory import Optimizer, check_fused_kernels, kept_tensors, saved_tensors, viewed_input
 from stratagem.cost.opcost import OpFacts, OpWork, build_op_cost, op_facts, op_work
@@ -102,6 +102,8 @@ class CostModel:
         self._by_facts: dict[OpFacts, str] = {}
         self._priced_ops: dict[tuple[str, Configuration], OpCost] = {}     # by that first op
         self._edges: dict[tuple, EdgeCost] = {}
+        self._alike_edges: dict[tuple, tuple] = {}          # (tensor, src, dst) -> the first edge with its signature
+        self._edges_by_signature: dict[tuple, tuple] = {}
         self._priced: dict[tuple, EdgeCost] = {}
         self._prices: dict[tuple, float] = {}
         self._configs: dict[tuple[str, SpaceOptions], tuple[Configuration, ...]] = {}
@@ -192,15 +194,30 @@ class CostModel:
         """[edge_cost(tensor, src_op, a, dst_op, b) for a, b in zip(src_configs, dst_configs)],
         found as edge_costs finds them."""
         bases: dict[Configuration | None, Configuration | None] = {None: None}
-        layouts, found = None, []
+        layouts, first, found = None, None, []
         for a, b in zip(src_configs, dst_configs):
             a, b = (bases[c] if c in bases else bases.setdefault(c, c.base) for c in (a, b))
             key = (tensor, src_op, a, dst_op, b)
             cost = self._edges.get(key)
             if cost is None:
-                layouts = layouts or _EdgeLayouts(self, tensor, src_op, dst_op)
-                cost = self._edges[key] = layouts.priced(a, self._checked(b))
+                first = first or self._first_alike_edge(tensor, src_op, dst_op)
+                first_key = (first[0], first[1], a, first[2], b)
+                cost = self._edges.get(first_key)
+                if cost is None:
+                    layouts = layouts or _EdgeLayouts(self, *first)
+                    cost = self._edges[first_key] = layouts.priced(a, self._checked(b))
+                self._edges[key] = cost
             found.append(cost)
+        return found
+
+    def _first_alike_edge(self, tensor: str, src_op: str | None, dst_op: str) -> tuple:
+        """The first edge asked about whose signature (cost.edgecost.edge_signature) equals this
+        one's, as (tensor, src_op, dst_op): it costs what that one costs under each configuration pair."""
+        edge = (tensor, src_op, dst_op)
+        found = self._alike_edges.get(edge)
+        if found is None:
+            found = self._alike_edges[edge] = self._edges_by_signature.setdefault(
+                edge_signature(self, tensor, src_op, dst_op), edge)
         return found
 
     def priced_edge(self, facts: EdgeFacts, src: TensorLayout, grad_target: TensorLayout | None,

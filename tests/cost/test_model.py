@@ -302,3 +302,23 @@ def test_memory_parts_are_per_device_sums_in_a_loops_order(name):
         assert model.memory_parts(strategy) == _memory_parts_per_device(model, strategy, terms)
         spans |= {(c.devices.start, c.devices.stop) for c in strategy.values()}
     assert len(spans) > 4
+
+
+@pytest.mark.parametrize("name", ["gpt-tiny", "hf:t5-small"])
+def test_edges_alike_cost_what_each_prices_alone(name):
+    """A repeated layer's edges are priced once (CostModel._first_alike_edge): each edge's cost
+    under random configuration pairs, asked after the others', equals pricing it alone."""
+    from stratagem.cost.edgecost import build_edge_cost
+    from stratagem.frontend import zoo
+    model = CostModel(zoo.build(name), "v100-2x8", num_devices=16)
+    configs = {op.name: model.configurations(op.name, SpaceOptions(state_sharding=True)) for op in model.graph.ops}
+    rng = np.random.default_rng(11)
+    edges = list(model.edges())
+    for _ in range(3):
+        strategy = {op: c[rng.integers(len(c))] for op, c in configs.items()}
+        for edge in edges:
+            src = strategy[edge.src_op] if edge.src_op else None
+            alone = build_edge_cost(model, edge.tensor, edge.src_op, src, edge.dst_op, strategy[edge.dst_op])
+            assert model.edge_cost(edge.tensor, edge.src_op, src, edge.dst_op, strategy[edge.dst_op]) == alone, edge
+    firsts = {model._first_alike_edge(e.tensor, e.src_op, e.dst_op) for e in edges}
+    assert len(firsts) < len(edges) / 2         # the layers' edges were priced as the first layer's
