@@ -122,6 +122,7 @@ class _State:
         self.nodes: dict[int, Table] = {i: NodeLeaf(i, problem.node_mem[i], problem.node_time[i])
                                          for i in range(problem.num_nodes)}
         self.edges: dict[tuple[int, int], list[Table]] = {}
+        self.parallel: dict[tuple[int, int], None] = {}    # keys of `edges` holding more than one table
         self.adjacent: dict[int, dict[int, None]] = {i: {} for i in range(problem.num_nodes)}
         self.memo = Memo() if memo is None else memo   # repeated layers reduce once (tables.Memo)
         reduced: dict[tuple[int, int], tuple] = {}      # by the arrays' ids: edges of repeated layers share them
@@ -178,6 +179,7 @@ class _State:
             merged = self.combine([Term(merged, (O0, O1)), Term(other, (O0, O1))], sizes)
             self.counts["edge"] += 1
         self.edges[key] = [merged]
+        self.parallel.pop(key, None)
 
     def add_edge(self, a: int, b: int, table: Table) -> None:
         if a > b:
@@ -185,12 +187,16 @@ class _State:
         if (a, b) not in self.edges:
             self.adjacent.setdefault(a, {})[b] = None
             self.adjacent.setdefault(b, {})[a] = None
-        self.edges.setdefault((a, b), []).append(table)
+        tables = self.edges.setdefault((a, b), [])
+        tables.append(table)
+        if len(tables) > 1:
+            self.parallel[(a, b)] = None
 
     def remove_node(self, i: int) -> None:
         del self.nodes[i]
         for j in self.adjacent.pop(i, {}):
             del self.edges[(min(i, j), max(i, j))]
+            self.parallel.pop((min(i, j), max(i, j)), None)
             self.adjacent.get(j, {}).pop(i, None)
 
     # ---- marking ------------------------------------------------------------------------------
@@ -255,7 +261,7 @@ class _State:
         index order, each if it still qualifies. Every block of a repeated stack is thus reduced
         on its own tables before any elimination joins it to its neighbors, so identical blocks
         meet identical tables (tables.Memo) instead of an accumulation of the blocks before."""
-        for key in [k for k, tables in self.edges.items() if len(tables) > 1]:
+        for key in list(self.parallel):
             self._merge_parallel(key)
         marked = self.marked()
         for _ in range(2):

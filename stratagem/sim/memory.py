@@ -48,14 +48,18 @@ class BufferSet:
 class BufferColumns:
     """One op's or edge's buffers: each column (a kind of buffer) has one buffer per device of
     `devices`; `done()` lists them device by device, each device's in column order (as adding
-    every device's buffers in turn would), without a Python object per buffer."""
+    every device's buffers in turn would), without a Python object per buffer.
+
+    The free tasks are kept as one block of columns per buffer column ([devices, w], -1 for no
+    task): laid side by side, the block matrix read row by row, -1s left out, is `free_tasks` in
+    that order, and each row's count per block is `free_count`."""
 
     def __init__(self, devices: range):
         self.devices = devices
         self._bytes: list[float] = []
-        self._alloc: list[np.ndarray] = []
-        self._free_count: list[np.ndarray] = []
-        self._free_tasks: list[np.ndarray] = []
+        self._alloc: list = []                      # per column: a task for all devices, or one each
+        self._frees: list[np.ndarray | None] = []   # per column: [devices, w] free tasks, None: held to the end
+        self._dense = True                          # every block one task per device, none -1
 
     def add(self, num_bytes: float, alloc, until=None) -> None:
         """A buffer of `num_bytes` on every device: allocated when `alloc` starts (None: resident;
@@ -63,41 +67,44 @@ class BufferColumns:
         (None: held to the end)."""
         n = len(self.devices)
         self._bytes.append(num_bytes)
-        self._alloc.append(_per_device(-1 if alloc is None else alloc, n))
-        if until is None:
-            self._free_count.append(np.zeros(n, dtype=np.int64))
-            self._free_tasks.append(np.zeros(0, dtype=np.int64))
-        else:
-            self._free_count.append(np.ones(n, dtype=np.int64))
-            self._free_tasks.append(_per_device(until, n))
+        self._alloc.append(-1 if alloc is None else alloc if isinstance(alloc, (int, np.integer))
+                           else task_ids(alloc).reshape(n))
+        self._frees.append(None if until is None else _per_device(until, n).reshape(n, 1))
 
     def add_users(self, num_bytes: float, alloc, users: np.ndarray) -> None:
         """As `add`, freed when the last task of row i of `users` ends on the i-th device (-1 in a
         row: no task)."""
         self._bytes.append(num_bytes)
-        self._alloc.append(_per_device(alloc, len(self.devices)))
-        some = users >= 0
-        self._free_count.append(some.sum(axis=1).astype(np.int64))
-        self._free_tasks.append(users[some])
+        self._alloc.append(alloc if isinstance(alloc, (int, np.integer)) else task_ids(alloc).reshape(len(self.devices)))
+        self._frees.append(users)
+        self._dense = False
 
     def done(self) -> BufferSet:
         n, m = len(self.devices), len(self._bytes)
         if not m:
             return BufferSet(*(np.zeros(0, dtype=t) for t in (np.int64, np.float64, np.int64, np.int64, np.int64)))
-        if m == 1:                                      # one column: its arrays are the set's
-            return BufferSet(np.arange(self.devices.start, self.devices.stop, dtype=np.int64),
-                             np.full(n, self._bytes[0], dtype=np.float64), self._alloc[0], self._free_count[0],
-                             self._free_tasks[0])
-        counts = np.stack(self._free_count, axis=1)                    # [device, column]
-        starts = (np.cumsum(counts.ravel()) - counts.ravel()).reshape(n, m)
-        free_tasks = np.zeros(int(counts.sum()), dtype=np.int64)
-        for c, values in enumerate(self._free_tasks):
-            if len(values):
-                within = np.arange(len(values)) - np.repeat(np.cumsum(counts[:, c]) - counts[:, c], counts[:, c])
-                free_tasks[np.repeat(starts[:, c], counts[:, c]) + within] = values
-        return BufferSet(np.repeat(np.arange(self.devices.start, self.devices.stop, dtype=np.int64), m),
-                         np.tile(np.asarray(self._bytes, dtype=np.float64), n),
-                         np.stack(self._alloc, axis=1).ravel(), counts.ravel(), free_tasks)
+        alloc = np.empty((n, m), dtype=np.int64)
+        for c, tasks in enumerate(self._alloc):
+            alloc[:, c] = tasks
+        counts = np.zeros((n, m), dtype=np.int64)
+        blocks = [c for c, block in enumerate(self._frees) if block is not None and block.shape[1]]
+        if not blocks:
+            free_tasks = np.zeros(0, dtype=np.int64)
+        elif self._dense:                                   # one task each: the blocks' matrix as it is
+            counts[:, blocks] = 1
+            free_tasks = np.concatenate([self._frees[c] for c in blocks], axis=1).ravel() if len(blocks) > 1 \
+                else self._frees[blocks[0]].ravel()
+        else:
+            tasks = np.concatenate([self._frees[c] for c in blocks], axis=1) if len(blocks) > 1 else self._frees[blocks[0]]
+            some = tasks >= 0
+            free_tasks = tasks[some]
+            widths = np.fromiter((self._frees[c].shape[1] for c in blocks), dtype=np.int64, count=len(blocks))
+            counts[:, blocks] = np.add.reduceat(some, np.cumsum(widths) - widths, axis=1) if len(blocks) > 1 \
+                else some.sum(axis=1, keepdims=True)
+        device = np.arange(self.devices.start, self.devices.stop, dtype=np.int64)
+        num_bytes = np.asarray(self._bytes, dtype=np.float64)
+        return BufferSet(device.repeat(m) if m > 1 else device,
+                         np.broadcast_to(num_bytes, (n, m)).ravel(), alloc.ravel(), counts.ravel(), free_tasks)
 
 
 def task_ids(tasks) -> np.ndarray:
