@@ -152,11 +152,14 @@ def live_bytes_by_set(sets: Sequence[BufferSet], start: np.ndarray, end: np.ndar
 
 
 def _concatenated(sets: Sequence[BufferSet]) -> BufferSet:
-    return BufferSet(*(np.concatenate([getattr(s, f) for s in sets])
-                       for f in ("device", "num_bytes", "alloc_task", "free_count", "free_tasks")))
+    return BufferSet(np.concatenate([s.device for s in sets]), np.concatenate([s.num_bytes for s in sets]),
+                     np.concatenate([s.alloc_task for s in sets]), np.concatenate([s.free_count for s in sets]),
+                     np.concatenate([s.free_tasks for s in sets]))
 
 
 def _merged(buffers: Sequence[Buffer] | Sequence[BufferSet]) -> list[BufferSet]:
+    if all(type(b) is BufferSet for b in buffers):
+        return list(buffers)
     sets = [b for b in buffers if isinstance(b, BufferSet)]
     loose = [b for b in buffers if isinstance(b, Buffer)]
     if loose:

@@ -11,14 +11,16 @@ communication overlap where dependencies allow (FlexFlow's dataflow assumption).
 Task producers (`stratagem.sim.producers`) add and remove tasks only through `add`,
 `add_compute` (one task per device of a range, in one go), `add_preds`, `link` / `link_all`
 (predecessors pair by pair) and `remove`; the timeline is the store's (`simulate`, `update`). A
-full build collects durations and keys in lists and (task, predecessor) pairs in array pieces
-(`_Pending`), and makes the store from them in one go the first time it is asked for
-(`TaskStore.from_pairs`); edits after that (delta simulation) go to the store one by one. Per task
-it keeps only what reports read (its `TaskMeta`, shared by an op's tasks of one kind).
+full build collects durations and keys as runs (a value and how many tasks in a row have it) and
+(task, predecessor) pairs in array pieces (`_Pending`), and makes the store from them in one go the
+first time it is asked for (`TaskStore.from_pairs`); edits after that (delta simulation) go to the
+store one by one. Of each run of tasks added together it keeps what reports read (`_Described`:
+their `TaskMeta`, category, devices and bytes), not a Python object per task.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,14 +62,32 @@ class _Column:
         return np.concatenate(self.pieces)
 
 
+class _Runs:
+    """Numbers as runs (value, how many in a row), made one array at the end: a device range's
+    tasks share their duration and resource count, and a list of the runs is far shorter than one
+    of the tasks."""
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+        self.values: list = []
+        self.counts: list[int] = []
+
+    def append(self, value, count: int = 1) -> None:
+        self.values.append(value)
+        self.counts.append(count)
+
+    def array(self) -> np.ndarray:
+        return np.repeat(np.asarray(self.values, dtype=self.dtype), np.asarray(self.counts, dtype=np.int64))
+
+
 class _Pending:
     """Tasks of a build not yet in a store: per task its duration and key, its resources one after
     another (with their counts), and every (task, predecessor) pair in the order given, in pieces."""
 
     def __init__(self):
         self.n = 0
-        self.duration, self.topo = _Column(np.float64), _Column(np.int64)
-        self.res_counts, self.res_values = _Column(np.int64), _Column(np.int64)
+        self.duration, self.topo = _Runs(np.float64), _Column(np.int64)
+        self.res_counts, self.res_values = _Runs(np.int64), _Column(np.int64)
         self.pred_owner: list[np.ndarray] = []
         self.pred_value: list[np.ndarray] = []
 
@@ -77,9 +97,9 @@ class _Pending:
             raise TypeError(f"a structural key is an integer (stratagem.sim.keys), got {key!r}")
         t = self.n
         self.n += 1
-        self.duration.loose.append(duration)
+        self.duration.append(duration)
         self.topo.loose.append(int(key))
-        self.res_counts.loose.append(len(resources))
+        self.res_counts.append(len(resources))
         if isinstance(resources, np.ndarray):
             self.res_values.append_block(resources)
         else:
@@ -93,9 +113,9 @@ class _Pending:
         unique) and each[i] (not in `shared`) if given, its predecessors in increasing order."""
         tasks = range(self.n, self.n + len(devices))
         self.n += len(devices)
-        self.duration.loose.extend([duration] * len(devices))      # (lists: cheaper than small arrays)
+        self.duration.append(duration, len(devices))
         self.topo.append_block(task_ids(keys))
-        self.res_counts.loose.extend([1] * len(devices))
+        self.res_counts.append(1, len(devices))
         self.res_values.append_block(task_ids(devices))
         if each is None:
             for p in shared:
@@ -131,6 +151,56 @@ class _Pending:
                                     self.res_counts.array(), self.res_values.array(), owner, value)
 
 
+class _Described:
+    """What reports read of the tasks, per run of tasks added together (an op's tasks of one kind
+    on a device range, or one task): its first task, its `TaskMeta`, category index, bytes moved,
+    and devices (the first of a range, stepping by one along the run; or one device, -1 for none,
+    for every task of it). `arrays()` gives them per task; `meta(t)` finds t's run."""
+
+    def __init__(self):
+        self.first: list[int] = []
+        self.count: list[int] = []
+        self.meta: list[TaskMeta] = []
+        self.category: list[int] = []
+        self.num_bytes: list[float] = []
+        self.device: list[int] = []
+        self.step: list[int] = []                   # 1: a device range, 0: one device for all
+        self.tasks = 0
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None     # as made, and of how many runs
+        self._runs = 0
+
+    def add(self, count: int, meta: TaskMeta, device) -> None:
+        ranged = isinstance(device, range)
+        self.first.append(self.tasks)
+        self.count.append(count)
+        self.meta.append(meta)
+        self.category.append(CATEGORIES.index(meta.category))
+        self.num_bytes.append(meta.num_bytes)
+        self.device.append(device.start if ranged else int(device))
+        self.step.append(1 if ranged else 0)
+        self.tasks += count
+
+    def task_meta(self, t: int) -> TaskMeta:
+        return self.meta[bisect_right(self.first, t) - 1]
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(category, device, bytes) per task (the runs added since, appended)."""
+        if self._runs < len(self.first):
+            runs = slice(self._runs, len(self.first))
+            counts = np.asarray(self.count[runs], dtype=np.int64)
+            first = np.asarray(self.first[runs], dtype=np.int64)
+            within = np.arange(int(counts.sum()), dtype=np.int64) + (first[0] if len(first) else 0) \
+                - np.repeat(first, counts)
+            tail = (np.repeat(np.asarray(self.category[runs], dtype=np.int8), counts),
+                    np.repeat(np.asarray(self.device[runs], dtype=np.int64), counts)
+                    + within * np.repeat(np.asarray(self.step[runs], dtype=np.int64), counts),
+                    np.repeat(np.asarray(self.num_bytes[runs], dtype=float), counts))
+            self._arrays = tail if self._arrays is None else \
+                tuple(np.concatenate([old, new]) for old, new in zip(self._arrays, tail))
+            self._runs = len(self.first)
+        return self._arrays
+
+
 class TaskGraph:
     def __init__(self, cluster, classes):
         self.cluster = cluster
@@ -140,11 +210,7 @@ class TaskGraph:
         self.num_resources = self.num_devices + len(cluster.links) + len(HOST_TRANSFERS) * self.num_devices
         self._store: TaskStore | None = None
         self._pending: _Pending | None = _Pending()
-        self._meta: list[TaskMeta] = []         # per task (tasks of one op and phase share theirs)
-        self._category: list[int] = []          # per task: index into CATEGORIES
-        self._device: list[int] = []            # per task: its device (compute tasks), else -1
-        self._bytes: list[float] = []           # per task: bytes moved (communication)
-        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None     # the lists, made arrays
+        self._described = _Described()          # per run of tasks: meta, category, devices, bytes
         self._links: dict[tuple, tuple[int, ...]] = {}
         self._tuple_arrays: dict[int, tuple] = {}   # id(resources) -> (resources, array): `_array_of`
         self.blocking = not cluster.spec.overlap_compute
@@ -181,13 +247,7 @@ class TaskGraph:
 
     def _describe(self, count: int, meta: TaskMeta, device) -> None:
         """What reports read of the next `count` tasks: their meta, category, device(s), bytes."""
-        self._meta.extend([meta] * count)
-        self._category.extend([CATEGORIES.index(meta.category)] * count)
-        if count == 1 and not isinstance(device, range):
-            self._device.append(int(device))
-        else:
-            self._device.extend(device)
-        self._bytes.extend([meta.num_bytes] * count)
+        self._described.add(count, meta, device)
 
     def add_preds(self, t: int, preds) -> None:
         if self._pending is not None:
@@ -215,17 +275,7 @@ class TaskGraph:
         self.store.remove(t)
 
     def meta(self, t: int) -> TaskMeta:
-        return self._meta[t]
-
-    def _described(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(category, device, bytes) per task, as arrays (the tasks added since, appended)."""
-        made = 0 if self._arrays is None else len(self._arrays[0])
-        if made < len(self._category):
-            tail = (np.asarray(self._category[made:], dtype=np.int8), np.asarray(self._device[made:], dtype=np.int64),
-                    np.asarray(self._bytes[made:], dtype=float))
-            self._arrays = tail if self._arrays is None else \
-                tuple(np.concatenate([old, new]) for old, new in zip(self._arrays, tail))
-        return self._arrays
+        return self._described.task_meta(t)
 
     def step_resources(self, step) -> tuple[int, ...]:
         """The resources a communication step's task holds: the links its groups use, and their
@@ -257,7 +307,7 @@ class TaskGraph:
     def totals(self) -> tuple[np.ndarray, float, float]:
         """(compute busy time per device, communication time summed, communication bytes)."""
         live = self.store.live
-        categories, devices, moved = self._described()
+        categories, devices, moved = self._described.arrays()
         category = categories[live]
         duration = self.store.duration[live]
         compute = category < COMPUTE
@@ -270,7 +320,7 @@ class TaskGraph:
         live = self.store.live
         if self.classes.every:
             return len(live)
-        categories, devices, _ = self._described()
+        categories, devices, _ = self._described.arrays()
         compute = categories[live] < COMPUTE
         return int(self.classes.sizes[devices[live][compute]].sum()) + int((~compute).sum())
 
@@ -278,21 +328,21 @@ class TaskGraph:
         """The label of the compute task on `device` at `time_s`, else of the next one to start
         there ("" if none): where a device is when something happens (the memory peak)."""
         live = self.store.live
-        categories, devices, _ = self._described()
+        categories, devices, _ = self._described.arrays()
         mine = live[(devices[live] == device) & (categories[live] < COMPUTE)]
         if not len(mine):
             return ""
         start, end = self.store.start[mine], self.store.end[mine]
         now = mine[(start <= time_s) & (time_s < end)]
         if len(now):
-            return self._meta[int(now[0])].label
+            return self.meta(int(now[0])).label
         later = mine[start > time_s]
-        return self._meta[int(later[np.argmin(self.store.start[later])])].label if len(later) else ""
+        return self.meta(int(later[np.argmin(self.store.start[later])])).label if len(later) else ""
 
     def trace_tasks(self):
         store = self.store
         for t in store.live:
-            meta = self._meta[int(t)]
+            meta = self.meta(int(t))
             yield TraceTask(meta.label, meta.category, tuple(int(r) for r in store.resources_of(int(t))),
                             float(store.start[t]), float(store.end[t]),
                             (("op", meta.op), ("bytes", meta.num_bytes)))

@@ -273,3 +273,27 @@ def test_many_resources_built_from_arrays_simulate_as_lists(monkeypatch, represe
                            [tuple(store.resources_of(t)) for t in range(store.n)])
         assert built[0] == built[10**9]
         assert max(len(r) for r in built[0][3]) > 1
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+def test_what_reports_read_of_each_task_is_its_own_after_edits(models, name):
+    """Tasks are described per run added together (sim.taskgraph._Described): per task, its
+    category, bytes and device (a compute task's the one resource it holds, else -1) are what
+    its own TaskMeta and resources say, after a full build and after delta edits."""
+    from stratagem.sim.taskgraph import CATEGORIES, COMPUTE
+    model = models[name]
+    rng = np.random.default_rng(3)
+    configs = {op.name: model.configurations(op.name, WITH_STATES) for op in model.graph.ops}
+    sim = Simulation(model, {op: c[rng.integers(len(c))] for op, c in configs.items()})
+    sim.run()
+    for edits in range(3):
+        tasks = sim.state.tasks
+        category, device, num_bytes = tasks._described.arrays()
+        assert len(category) == sim.store.n
+        for t in range(sim.store.n):
+            meta = tasks.meta(t)
+            assert (category[t], num_bytes[t]) == (CATEGORIES.index(meta.category), meta.num_bytes)
+            if category[t] < COMPUTE and sim.store.alive[t]:
+                assert [device[t]] == sim.store.resources_of(t).tolist()
+        op = list(configs)[rng.integers(len(configs))]
+        sim.change(op, configs[op][rng.integers(len(configs[op]))])
