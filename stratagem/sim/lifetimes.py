@@ -231,6 +231,8 @@ def _on_shared_devices(state: SimState, devices: range, other: str, kind: str) -
     """One column: other's task of `kind` on each of `devices` where `other` runs there, else -1
     (its copy to the host, "OD", is one task for all its devices)."""
     theirs = state.devices_of(other)
+    if theirs == devices and kind != "OD":                 # the same devices: its tasks, in order
+        return task_ids(state.op_tasks[other][kind]).reshape(-1, 1)
     column = np.full((len(devices), 1), -1, dtype=np.int64)
     lo, hi = max(devices.start, theirs.start), min(devices.stop, theirs.stop)
     if lo < hi:
@@ -244,6 +246,8 @@ def _view_users(state: SimState, devices: range, view: str) -> np.ndarray:
     """The users of a view's output, as columns over `devices` (-1 where the view does not run)."""
     theirs = state.devices_of(view)
     view_users = _output_users(state, view, state.graph.op(view).outputs[0])
+    if theirs == devices:
+        return view_users
     columns = np.full((len(devices), view_users.shape[1]), -1, dtype=np.int64)
     lo, hi = max(devices.start, theirs.start), min(devices.stop, theirs.stop)
     if lo < hi:

@@ -82,29 +82,44 @@ class BufferColumns:
     def done(self) -> BufferSet:
         n, m = len(self.devices), len(self._bytes)
         if not m:
-            return BufferSet(*(np.zeros(0, dtype=t) for t in (np.int64, np.float64, np.int64, np.int64, np.int64)))
+            return BufferSet(*(np.empty(0, dtype=t) for t in (np.int64, np.float64, np.int64, np.int64, np.int64)))
+        device = np.arange(self.devices.start, self.devices.stop, dtype=np.int64)
+        if m == 1:                                      # one column: its arrays are the set's
+            block = self._frees[0]
+            alloc = np.full(n, self._alloc[0], dtype=np.int64) if isinstance(self._alloc[0], (int, np.integer)) \
+                else self._alloc[0]
+            if block is None or not block.shape[1]:
+                counts, free_tasks = np.zeros(n, dtype=np.int64), np.empty(0, dtype=np.int64)
+            elif self._dense:
+                counts, free_tasks = np.ones(n, dtype=np.int64), block.ravel()
+            else:
+                some = block >= 0
+                counts, free_tasks = some.sum(axis=1), block[some]
+            return BufferSet(device, np.full(n, self._bytes[0], dtype=np.float64), alloc, counts, free_tasks)
         alloc = np.empty((n, m), dtype=np.int64)
         for c, tasks in enumerate(self._alloc):
             alloc[:, c] = tasks
         counts = np.zeros((n, m), dtype=np.int64)
         blocks = [c for c, block in enumerate(self._frees) if block is not None and block.shape[1]]
         if not blocks:
-            free_tasks = np.zeros(0, dtype=np.int64)
+            free_tasks = np.empty(0, dtype=np.int64)
         elif self._dense:                                   # one task each: the blocks' matrix as it is
             counts[:, blocks] = 1
             free_tasks = np.concatenate([self._frees[c] for c in blocks], axis=1).ravel() if len(blocks) > 1 \
                 else self._frees[blocks[0]].ravel()
+        elif len(blocks) == 1:
+            some = self._frees[blocks[0]] >= 0
+            counts[:, blocks[0]] = some.sum(axis=1)
+            free_tasks = self._frees[blocks[0]][some]
         else:
-            tasks = np.concatenate([self._frees[c] for c in blocks], axis=1) if len(blocks) > 1 else self._frees[blocks[0]]
+            tasks = np.concatenate([self._frees[c] for c in blocks], axis=1)
             some = tasks >= 0
             free_tasks = tasks[some]
             widths = np.fromiter((self._frees[c].shape[1] for c in blocks), dtype=np.int64, count=len(blocks))
-            counts[:, blocks] = np.add.reduceat(some, np.cumsum(widths) - widths, axis=1) if len(blocks) > 1 \
-                else some.sum(axis=1, keepdims=True)
-        device = np.arange(self.devices.start, self.devices.stop, dtype=np.int64)
-        num_bytes = np.asarray(self._bytes, dtype=np.float64)
-        return BufferSet(device.repeat(m) if m > 1 else device,
-                         np.broadcast_to(num_bytes, (n, m)).ravel(), alloc.ravel(), counts.ravel(), free_tasks)
+            counts[:, blocks] = np.add.reduceat(some, np.cumsum(widths) - widths, axis=1)
+        num_bytes = np.empty((n, m), dtype=np.float64)
+        num_bytes[:] = self._bytes
+        return BufferSet(device.repeat(m), num_bytes.ravel(), alloc.ravel(), counts.ravel(), free_tasks)
 
 
 def task_ids(tasks) -> np.ndarray:

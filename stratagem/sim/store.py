@@ -66,6 +66,23 @@ class _Pool:
         self.data[self.ptr[owner] + self.cnt[owner]] = value
         self.cnt[owner] += 1
 
+    def append_pairs(self, owners: np.ndarray, values: np.ndarray) -> None:
+        """values[j] appended to owners[j]'s segment, for every j in order: compiled while the
+        segments have room, a segment moved (`ensure`) where one has none."""
+        j = 0
+        while j < len(owners):
+            j = _append_while_room(owners, values, j, self.ptr, self.cnt, self.cap, self.data)
+            if j < len(owners):
+                self.ensure(int(owners[j]), 1)
+
+    def extend(self, owner: int, values: Sequence[int]) -> None:
+        """`append` of each of `values`, room made once."""
+        n = len(values)
+        self.ensure(owner, n)
+        at = int(self.ptr[owner] + self.cnt[owner])
+        self.data[at:at + n] = values
+        self.cnt[owner] += n
+
     def get(self, owner: int) -> np.ndarray:
         return self.data[self.ptr[owner]: self.ptr[owner] + self.cnt[owner]]
 
@@ -94,6 +111,20 @@ class _Pool:
         before = np.cumsum(spare) - spare
         pool.data[np.arange(len(values)) + np.repeat(before, pool.cnt)] = values
         return pool
+
+
+@njit(cache=True)
+def _append_while_room(owners, values, j, ptr, cnt, cap, data):
+    """values[j:] appended to their owners' segments in order, until one has no room: where
+    it stopped (len(owners) when all went in)."""
+    while j < len(owners):
+        o = owners[j]
+        if cnt[o] >= cap[o]:
+            return j
+        data[ptr[o] + cnt[o]] = values[j]
+        cnt[o] += 1
+        j += 1
+    return j
 
 
 @njit(cache=True)
@@ -203,8 +234,9 @@ class TaskStore:
         t = self.n
         if t >= self.capacity:
             self._alloc(2 * self.capacity)
-        for pool in (self.res, self.pred, self.succ):
-            pool.grow_owners(self.capacity)
+        if t >= len(self.succ.ptr):
+            for pool in (self.res, self.pred, self.succ):
+                pool.grow_owners(self.capacity)
         self.n += 1
         if not isinstance(topo, (int, np.integer)):
             raise TypeError(f"a structural key is an integer (stratagem.sim.keys), got {topo!r}")
@@ -215,9 +247,8 @@ class TaskStore:
         for p in preds:
             self.succ.append(p, t)
         if self.order is not None:
-            for r in resources:
+            for r in resources:          # room in r's order made before the next update (`_make_room`)
                 self._pending[int(r)] = self._pending.get(int(r), 0) + 1
-                self.order.ensure(int(r), self._pending[int(r)])
             self._new_set.add(t)
         return t
 
@@ -233,9 +264,16 @@ class TaskStore:
         self._relinked.update(successors.tolist())
         self.alive[t] = False
 
+    def link(self, targets: np.ndarray, sources: np.ndarray) -> None:
+        """targets[j] after sources[j] for every j (`add_preds` pair by pair, in one go)."""
+        self.pred.append_pairs(targets, sources)
+        self.succ.append_pairs(sources, targets)
+        self._relinked.update(targets.tolist())
+
     def add_preds(self, t: int, preds: Sequence[int]) -> None:
+        if len(preds):
+            self.pred.extend(t, preds)
         for p in preds:
-            self.pred.append(t, p)
             self.succ.append(p, t)
         self._relinked.add(t)
 
@@ -244,6 +282,11 @@ class TaskStore:
             self.duration[t] = duration
             if t not in self._new_set:
                 self._seed(t)
+
+    def _make_room(self) -> None:
+        """Room in each resource's order for the tasks added on it since the last simulation."""
+        for r, added in self._pending.items():
+            self.order.ensure(r, added)
 
     def _seed(self, t: int) -> None:
         """Remember the least old key among edited tasks (delta simulation restarts there)."""
@@ -278,6 +321,7 @@ class TaskStore:
         of tasks re-simulated."""
         if self.order is None:
             return self.simulate()
+        self._make_room()
         n = self.n
         new_flag = np.zeros(n, dtype=bool)
         new = [t for t in self._new_set if self.alive[t]]

@@ -259,17 +259,15 @@ class TaskGraph:
         """targets[i] after sources[i], for every i (`add_preds` pair by pair)."""
         if self._pending is not None:
             self._pending.link(targets, sources)
-        else:
-            for t, s in zip(targets, sources):
-                self.store.add_preds(t, [s])
+        elif len(targets):
+            self.store.link(task_ids(targets), task_ids(sources))
 
     def link_all(self, targets, source: int) -> None:
         """Every task of `targets` after `source`."""
         if self._pending is not None:
             self._pending.link_all(targets, source)
-        else:
-            for t in targets:
-                self.store.add_preds(t, [source])
+        elif len(targets):
+            self.store.link(task_ids(targets), np.full(len(targets), source, dtype=np.int64))
 
     def remove(self, t: int) -> None:
         self.store.remove(t)
