@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from stratagem.collection import fewer_collections
+from stratagem.heap import keep_freed_memory
 from stratagem.errors import StratagemError
 from stratagem.sim import lifetimes, producers
 from stratagem.sim.memory import BufferSet, live_bytes_by_set, peak_memory, peak_memory_and_instants
@@ -70,6 +71,7 @@ class Simulation:
 
     def __init__(self, model, strategy: Strategy | Mapping[str, Configuration], representative: bool = False):
         check_strategy(model.graph, strategy)
+        keep_freed_memory()
         self.model, self.graph, self.cluster = model, model.graph, model.cluster
         self.num_devices = self.cluster.num_devices
         classes = classes_of((c.devices for c in strategy.values()), self.num_devices) if representative else None
