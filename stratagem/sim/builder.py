@@ -27,7 +27,9 @@ from stratagem.collection import fewer_collections
 from stratagem.heap import keep_freed_memory
 from stratagem.errors import StratagemError
 from stratagem.sim import lifetimes, producers
-from stratagem.sim.memory import BufferSet, live_bytes_by_set, peak_memory, peak_memory_and_instants
+from stratagem.sim.memory import (
+    BufferSet, live_bytes_by_set, merged_with_owners, peak_memory, peak_memory_and_instants, spliced,
+)
 from stratagem.sim.ranks import DeviceClasses, PartClass, classes_of
 from stratagem.sim.state import SimState
 from stratagem.sim.trace import TraceTask, chrome_trace
@@ -95,6 +97,8 @@ class Simulation:
                 self.op_buffers[op.name] = lifetimes.op_buffers(self.state, op.name)
             for k in range(len(self.state.edges)):
                 self.edge_buffers[k] = lifetimes.edge_buffers(self.state, k)
+        self._merged: tuple[BufferSet, np.ndarray] | None = None    # every holder's buffers, and rows' holders
+        self._dirty: set[int] = set()                                # holders whose buffers changed since
 
     @property
     def store(self):
@@ -151,9 +155,11 @@ class Simulation:
         rewired = list(dict.fromkeys(state.edges_of.get(op, ())))
         rewired += [k for q in followers for k in state.edges_of.get(q, ())   # their turn follows op's forward
                     if state.edges[k].dst_op == q and k not in rewired]
+        edge_holder = len(self.graph.ops)
         for k in rewired:
             producers.remove_edge(state, k)
             self.edge_buffers.pop(k, None)
+            self._dirty.add(edge_holder + k)
         left = set(state.strategy[op].devices) - set(config.devices)
         producers.remove_op(state, op)
         state.set_config(op, config)
@@ -168,8 +174,10 @@ class Simulation:
             ops, edges = ops | more_ops, edges | more_edges
         for name in ops:
             self.op_buffers[name] = lifetimes.op_buffers(state, name)
+            self._dirty.add(state.position[name])
         for k in edges:
             self.edge_buffers[k] = lifetimes.edge_buffers(state, k)
+            self._dirty.add(edge_holder + k)
 
     # ---- running ------------------------------------------------------------------------------
     def run(self) -> SimulationResult:
@@ -179,10 +187,28 @@ class Simulation:
 
     def _peaks(self):
         """Peak bytes per device."""
-        sets = list(self.op_buffers.values()) + list(self.edge_buffers.values())
         n = self.store.n
         classes = self.state.classes
-        return classes.expand(peak_memory(sets, self.store.start[:n], self.store.end[:n], classes.count))
+        return classes.expand(peak_memory([self._merged_buffers()], self.store.start[:n], self.store.end[:n],
+                                          classes.count))
+
+    def _merged_buffers(self) -> BufferSet:
+        """Every op's and edge's buffers as one set, ops in program order then edges (a holder's
+        index: its op's position, else the number of ops plus its edge's); after delta edits,
+        the changed holders' rows spliced in (`sim.memory.spliced`)."""
+        edge_holder = len(self.graph.ops)
+        if self._merged is None:
+            holders = sorted([(self.state.position[name], found) for name, found in self.op_buffers.items()]
+                             + [(edge_holder + k, found) for k, found in self.edge_buffers.items()],
+                             key=lambda pair: pair[0])
+            self._merged = merged_with_owners([h for h, _ in holders], [found for _, found in holders])
+        elif self._dirty:
+            ops = self.graph.ops
+            self._merged = spliced(*self._merged, [
+                (h, self.op_buffers.get(ops[h].name) if h < edge_holder else self.edge_buffers.get(h - edge_holder))
+                for h in sorted(self._dirty)])
+        self._dirty.clear()
+        return self._merged[0]
 
     def peak_breakdown(self, top: int = 8) -> PeakBreakdown:
         """The busiest device's peak: its instant, the task running then, and the `top` ops and

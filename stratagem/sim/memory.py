@@ -166,7 +166,47 @@ def live_bytes_by_set(sets: Sequence[BufferSet], start: np.ndarray, end: np.ndar
     return np.bincount(owner[live], weights=merged.num_bytes[live], minlength=len(sets))
 
 
+def merged_with_owners(owners: Sequence[int], sets: Sequence[BufferSet]) -> tuple[BufferSet, np.ndarray]:
+    """The sets as one (rows in the sets' order), and each row's owner (owners ascending: what
+    `spliced` keeps up to date)."""
+    sizes = np.fromiter((len(s.num_bytes) for s in sets), dtype=np.int64, count=len(sets))
+    return _concatenated(sets) if sets else _concatenated([BufferColumns(range(0)).done()]), \
+        np.repeat(np.asarray(owners, dtype=np.int64), sizes)
+
+
+def spliced(merged: BufferSet, owner: np.ndarray, replacements: Sequence[tuple[int, BufferSet | None]]
+            ) -> tuple[BufferSet, np.ndarray]:
+    """`merged_with_owners` after each (owner, set) of `replacements` (owners ascending) replaced
+    that owner's rows with the set's (None: none), in place of the old: the rows of the others
+    copied in runs, not set by set (a delta edit replaces a few of a plan's thousand sets)."""
+    free_at = np.concatenate([[0], np.cumsum(merged.free_count)])
+    fields: list[list[np.ndarray]] = [[] for _ in range(6)]
+    kept = 0
+    for h, new in replacements:
+        lo, hi = int(np.searchsorted(owner, h, "left")), int(np.searchsorted(owner, h, "right"))
+        _add_rows(fields, merged, owner, free_at, kept, lo)
+        if new is not None and len(new.num_bytes):
+            for found, values in zip(fields, (new.device, new.num_bytes, new.alloc_task, new.free_count,
+                                              new.free_tasks, np.full(len(new.num_bytes), h, dtype=np.int64))):
+                found.append(values)
+        kept = hi
+    _add_rows(fields, merged, owner, free_at, kept, len(owner))
+    arrays = [np.concatenate(found) for found in fields]
+    return BufferSet(*arrays[:5]), arrays[5]
+
+
+def _add_rows(fields: list[list[np.ndarray]], merged: BufferSet, owner: np.ndarray, free_at: np.ndarray,
+              lo: int, hi: int) -> None:
+    rows = slice(lo, hi)
+    for found, values in zip(fields, (merged.device[rows], merged.num_bytes[rows], merged.alloc_task[rows],
+                                      merged.free_count[rows], merged.free_tasks[free_at[lo]:free_at[hi]],
+                                      owner[rows])):
+        found.append(values)
+
+
 def _concatenated(sets: Sequence[BufferSet]) -> BufferSet:
+    if len(sets) == 1:
+        return sets[0]
     return BufferSet(np.concatenate([s.device for s in sets]), np.concatenate([s.num_bytes for s in sets]),
                      np.concatenate([s.alloc_task for s in sets]), np.concatenate([s.free_count for s in sets]),
                      np.concatenate([s.free_tasks for s in sets]))
@@ -211,7 +251,8 @@ def _peaks(sets: list[BufferSet], start: np.ndarray, end: np.ndarray, num_device
     times = np.concatenate([t_alloc[timed], t_free[timed]])
     deltas = np.concatenate([sz, -sz])
     devs = np.concatenate([dev, dev])
-    frees_first = np.concatenate([np.ones(len(sz)), np.zeros(len(sz))])   # 0 sorts first
+    frees_first = np.zeros(2 * len(sz))           # 0 sorts first: the frees
+    frees_first[:len(sz)] = 1.0
     order = np.lexsort((frees_first, times, devs))
     devs, deltas, times = devs[order], deltas[order], times[order]
     running = np.cumsum(deltas)

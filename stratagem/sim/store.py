@@ -75,6 +75,18 @@ class _Pool:
             if j < len(owners):
                 self.ensure(int(owners[j]), 1)
 
+    def assign_block(self, first: int, counts: np.ndarray, values: np.ndarray, spare: int) -> None:
+        """`assign` for the owners first, first + 1, ...: the i-th gets counts[i] of `values` (one
+        after another) and `spare` room, their segments side by side."""
+        caps = counts + spare
+        at = self._reserve(int(caps.sum()))
+        starts = at + np.cumsum(caps) - caps
+        if len(values):
+            within = np.arange(len(values)) - np.repeat(np.cumsum(counts) - counts, counts)
+            self.data[np.repeat(starts, counts) + within] = values
+        owners = slice(first, first + len(counts))
+        self.ptr[owners], self.cnt[owners], self.cap[owners] = starts, counts, caps
+
     def extend(self, owner: int, values: Sequence[int]) -> None:
         """`append` of each of `values`, room made once."""
         n = len(values)
@@ -251,6 +263,32 @@ class TaskStore:
                 self._pending[int(r)] = self._pending.get(int(r), 0) + 1
             self._new_set.add(t)
         return t
+
+    def add_many(self, duration: float, resources: np.ndarray, preds: list[list[int]], topo: np.ndarray) -> range:
+        """`add` of one task per entry of `resources` (the i-th holding resources[i] alone, after
+        preds[i], with key topo[i]), in one go: the same tasks, lists and orders as adding them
+        one by one."""
+        k = len(resources)
+        first = self.n
+        while first + k > self.capacity:
+            self._alloc(2 * self.capacity)
+        if first + k > len(self.succ.ptr):
+            for pool in (self.res, self.pred, self.succ):
+                pool.grow_owners(self.capacity)
+        tasks = slice(first, first + k)
+        self.n += k
+        self.alive[tasks], self.duration[tasks], self.topo[tasks] = True, duration, topo
+        self.res.assign_block(first, np.ones(k, dtype=np.int64), resources, spare=0)
+        counts = np.fromiter((len(p) for p in preds), dtype=np.int64, count=k)
+        owners = np.fromiter((q for p in preds for q in p), dtype=np.int64, count=int(counts.sum()))
+        self.pred.assign_block(first, counts, owners, spare=2)
+        self.succ.assign_block(first, np.zeros(k, dtype=np.int64), owners[:0], spare=2)
+        self.succ.append_pairs(owners, np.repeat(np.arange(first, first + k, dtype=np.int64), counts))
+        if self.order is not None:
+            for r in resources.tolist():
+                self._pending[r] = self._pending.get(r, 0) + 1
+            self._new_set.update(range(first, first + k))
+        return range(first, first + k)
 
     def remove(self, t: int) -> None:
         if not self.alive[t]:

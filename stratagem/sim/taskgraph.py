@@ -237,8 +237,10 @@ class TaskGraph:
         `shared` and, when given, after each[i]: `add` once per device, in one go. The tasks come
         back as a range while the graph is being built (they are consecutive), else as a list."""
         if self._pending is None:
-            return [self.add(duration, [d], [*shared, *([] if each is None else [each[i]])], key, meta)
-                    for i, (d, key) in enumerate(zip(devices, keys))]
+            preds = [sorted({*shared, *(() if each is None else (each[i],))}) for i in range(len(devices))]
+            tasks = self.store.add_many(float(duration), task_ids(devices), preds, task_ids(keys))
+            self._describe(len(devices), meta, devices)
+            return list(tasks)
         if not isinstance(keys, range):
             raise TypeError(f"a device range's structural keys are a range (SimState.keys), got {keys!r}")
         tasks = self._pending.add_compute(float(duration), devices, keys, sorted(set(shared)), each)
