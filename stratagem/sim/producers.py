@@ -192,8 +192,7 @@ def _tasks_on(state: SimState, name: str, kind: str, devices: range) -> list[int
 
 
 def remove_op(state: SimState, name: str) -> None:
-    for t in (t for ts in state.op_tasks.pop(name).values() for t in ts):
-        state.tasks.remove(t)
+    state.tasks.remove_many([t for ts in state.op_tasks.pop(name).values() for t in ts])
 
 
 def add_edge(state: SimState, k: int) -> None:
@@ -226,8 +225,7 @@ def add_edge(state: SimState, k: int) -> None:
 
 
 def remove_edge(state: SimState, k: int) -> None:
-    for t in (t for ts in state.edge_tasks.pop(k).values() for t in ts):
-        state.tasks.remove(t)
+    state.tasks.remove_many([t for ts in state.edge_tasks.pop(k).values() for t in ts])
 
 
 def _wire_forward(state: SimState, k: int, fwd: list[int]) -> None:

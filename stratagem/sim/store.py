@@ -166,6 +166,23 @@ def _unlink(t, pred_ptr, pred_cnt, pred_data, succ_ptr, succ_cnt, succ_data):
 
 
 @njit(cache=True)
+def _unlink_many(tasks, pred_ptr, pred_cnt, pred_data, succ_ptr, succ_cnt, succ_data):
+    """`_unlink` of each of `tasks` in order; their successors one after another."""
+    parts = []
+    total = 0
+    for t in tasks:
+        part = _unlink(t, pred_ptr, pred_cnt, pred_data, succ_ptr, succ_cnt, succ_data)
+        parts.append(part)
+        total += len(part)
+    found = np.empty(total, dtype=np.int64)
+    at = 0
+    for part in parts:
+        found[at:at + len(part)] = part
+        at += len(part)
+    return found
+
+
+@njit(cache=True)
 def _scatter_pairs(owner, value, at, data):
     """value[j] appended to owner[j]'s segment (starting at at[owner[j]]), in the order of j."""
     for j in range(len(owner)):
@@ -258,9 +275,8 @@ class TaskStore:
         self.succ.assign(t, [])
         for p in preds:
             self.succ.append(p, t)
-        if self.order is not None:
-            for r in resources:          # room in r's order made before the next update (`_make_room`)
-                self._pending[int(r)] = self._pending.get(int(r), 0) + 1
+        if self.order is not None:       # room in their orders made before the next update (`_make_room`)
+            self._pending.append(np.asarray(resources, dtype=np.int64))
             self._new_set.add(t)
         return t
 
@@ -285,10 +301,26 @@ class TaskStore:
         self.succ.assign_block(first, np.zeros(k, dtype=np.int64), owners[:0], spare=2)
         self.succ.append_pairs(owners, np.repeat(np.arange(first, first + k, dtype=np.int64), counts))
         if self.order is not None:
-            for r in resources.tolist():
-                self._pending[r] = self._pending.get(r, 0) + 1
+            self._pending.append(resources)
             self._new_set.update(range(first, first + k))
         return range(first, first + k)
+
+    def remove_many(self, tasks: Sequence[int]) -> None:
+        """`remove` of each of `tasks`, in order, in one go."""
+        tasks = [t for t in dict.fromkeys(tasks) if self.alive[t]]
+        if not tasks:
+            return
+        old = [t for t in tasks if t not in self._new_set]
+        self._new_set.difference_update(tasks)
+        if old:
+            old_ids = np.asarray(old, dtype=np.int64)
+            least = old_ids[np.lexsort((self.topo[old_ids], self.ready[old_ids]))[0]]
+            self._seed(int(least))
+        ids = np.asarray(tasks, dtype=np.int64)
+        successors = _unlink_many(ids, self.pred.ptr, self.pred.cnt, self.pred.data, self.succ.ptr, self.succ.cnt,
+                                  self.succ.data)
+        self._relinked.update(successors.tolist())
+        self.alive[ids] = False
 
     def remove(self, t: int) -> None:
         if not self.alive[t]:
@@ -323,8 +355,10 @@ class TaskStore:
 
     def _make_room(self) -> None:
         """Room in each resource's order for the tasks added on it since the last simulation."""
-        for r, added in self._pending.items():
-            self.order.ensure(r, added)
+        if self._pending:
+            added = np.bincount(np.concatenate(self._pending), minlength=self.num_resources)
+            for r in np.flatnonzero(added).tolist():
+                self.order.ensure(r, int(added[r]))
 
     def _seed(self, t: int) -> None:
         """Remember the least old key among edited tasks (delta simulation restarts there)."""
@@ -335,7 +369,7 @@ class TaskStore:
         self._new_set: set[int] = set()
         self._relinked: set[int] = set()
         self._seed_key = (np.inf, int(engine.TOPO_MAX))
-        self._pending: dict[int, int] = {}
+        self._pending: list[np.ndarray] = []     # resources of the tasks added since the last simulation
 
     # ---- simulation ---------------------------------------------------------------------------
     def simulate(self) -> int:

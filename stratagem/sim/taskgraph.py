@@ -274,6 +274,9 @@ class TaskGraph:
     def remove(self, t: int) -> None:
         self.store.remove(t)
 
+    def remove_many(self, tasks: list[int]) -> None:
+        self.store.remove_many(tasks)
+
     def meta(self, t: int) -> TaskMeta:
         return self._described.task_meta(t)
 
