@@ -357,8 +357,10 @@ class TaskStore:
         """Room in each resource's order for the tasks added on it since the last simulation."""
         if self._pending:
             added = np.bincount(np.concatenate(self._pending), minlength=self.num_resources)
-            for r in np.flatnonzero(added).tolist():
-                self.order.ensure(r, int(added[r]))
+            order = self.order
+            short = np.flatnonzero(order.cnt[:len(added)] + added > order.cap[:len(added)])
+            for r in short.tolist():
+                order.ensure(r, int(added[r]))
 
     def _seed(self, t: int) -> None:
         """Remember the least old key among edited tasks (delta simulation restarts there)."""

@@ -43,23 +43,64 @@ class TaskMeta:
     num_bytes: float = 0.0
 
 
-class _Column:
-    """Numbers appended one by one or a block at a time, made one array at the end."""
+class _Sequence:
+    """Integers appended as runs (start, start + step, ... : `length` of them), as arrays, or one
+    by one, made one array at the end in the order appended. A run costs a few list appends where
+    an array costs NumPy calls: an op's tasks, their keys and devices are runs."""
 
-    def __init__(self, dtype):
-        self.dtype = dtype
-        self.loose: list = []                  # appended since the last block
-        self.pieces: list[np.ndarray] = []
+    def __init__(self):
+        self.starts: list[int] = []
+        self.steps: list[int] = []
+        self.lengths: list[int] = []
+        self.offsets: list[int] = []          # where each run starts in the whole
+        self.arrays: list[tuple[int, np.ndarray]] = []
+        self.loose: list[int] = []            # appended one by one since the last run or array
+        self.total = 0                        # runs and arrays so far (loose not counted)
 
-    def append_block(self, values: np.ndarray) -> None:
+    def run(self, start: int, step: int, length: int) -> None:
+        if length:
+            self._flush()
+            self.starts.append(start)
+            self.steps.append(step)
+            self.lengths.append(length)
+            self.offsets.append(self.total)
+            self.total += length
+
+    def append_array(self, values: np.ndarray) -> None:
+        if len(values):
+            self._flush()
+            self.arrays.append((self.total, values))
+            self.total += len(values)
+
+    def _flush(self) -> None:
         if self.loose:
-            self.pieces.append(np.array(self.loose, dtype=self.dtype))
+            self.arrays.append((self.total, np.array(self.loose, dtype=np.int64)))
+            self.total += len(self.loose)
             self.loose = []
-        self.pieces.append(values)
 
     def array(self) -> np.ndarray:
-        self.append_block(np.zeros(0, dtype=self.dtype))
-        return np.concatenate(self.pieces)
+        self._flush()
+        lengths = np.asarray(self.lengths, dtype=np.int64)
+        within = np.arange(self.total if not self.arrays else int(lengths.sum()), dtype=np.int64) \
+            - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        runs = np.repeat(np.asarray(self.starts, dtype=np.int64), lengths) \
+            + within * np.repeat(np.asarray(self.steps, dtype=np.int64), lengths)
+        if not self.arrays:                   # runs only: one after another
+            return runs
+        found = np.empty(self.total, dtype=np.int64)
+        found[np.repeat(np.asarray(self.offsets, dtype=np.int64), lengths) + within] = runs
+        for at, values in self.arrays:
+            found[at:at + len(values)] = values
+        return found
+
+
+def _as_run(tasks) -> tuple[int, int] | None:
+    """(first, step) of a range, or of a list of consecutive increasing ints; None for anything else."""
+    if isinstance(tasks, range):
+        return tasks.start, tasks.step
+    if isinstance(tasks, list) and tasks and tasks == list(range(tasks[0], tasks[0] + len(tasks))):
+        return tasks[0], 1
+    return None
 
 
 class _Runs:
@@ -86,10 +127,9 @@ class _Pending:
 
     def __init__(self):
         self.n = 0
-        self.duration, self.topo = _Runs(np.float64), _Column(np.int64)
-        self.res_counts, self.res_values = _Runs(np.int64), _Column(np.int64)
-        self.pred_owner: list[np.ndarray] = []
-        self.pred_value: list[np.ndarray] = []
+        self.duration, self.topo = _Runs(np.float64), _Sequence()
+        self.res_counts, self.res_values = _Runs(np.int64), _Sequence()
+        self.pred_owner, self.pred_value = _Sequence(), _Sequence()   # appended in step: a pair each
 
     def add(self, duration: float, resources, preds: list[int], key: int) -> int:
         """A task; `resources` a list, or an array (a step's many links: appended as a block)."""
@@ -101,7 +141,7 @@ class _Pending:
         self.topo.loose.append(int(key))
         self.res_counts.append(len(resources))
         if isinstance(resources, np.ndarray):
-            self.res_values.append_block(resources)
+            self.res_values.append_array(resources)
         else:
             self.res_values.loose.extend(resources)
         self.add_preds(t, preds)
@@ -114,9 +154,9 @@ class _Pending:
         tasks = range(self.n, self.n + len(devices))
         self.n += len(devices)
         self.duration.append(duration, len(devices))
-        self.topo.append_block(task_ids(keys))
+        self.topo.run(keys.start, keys.step, len(keys))
         self.res_counts.append(1, len(devices))
-        self.res_values.append_block(task_ids(devices))
+        self.res_values.run(devices.start, devices.step, len(devices))
         if each is None:
             for p in shared:
                 self.link_all(tasks, p)
@@ -128,27 +168,48 @@ class _Pending:
         return tasks
 
     def add_preds(self, t: int, preds) -> None:
-        if len(preds):
-            self.pred_owner.append(np.full(len(preds), t, dtype=np.int64))
-            self.pred_value.append(task_ids(preds))
+        """t after each of `preds` (a list, a range or an array)."""
+        if not len(preds):
+            return
+        run = _as_run(preds)
+        if run is not None:
+            self._pairs((t, 0), run, len(preds))
+        else:
+            self.pred_owner.append_array(np.full(len(preds), t, dtype=np.int64))
+            self.pred_value.append_array(task_ids(preds))
 
     def link(self, targets, sources) -> None:
-        if len(targets):
-            self.pred_owner.append(task_ids(targets))
-            self.pred_value.append(task_ids(sources))
+        """targets[i] after sources[i] for every i."""
+        if not len(targets):
+            return
+        run, source_run = _as_run(targets), _as_run(sources)
+        if run is not None and source_run is not None:
+            self._pairs(run, source_run, len(targets))
+        else:
+            self.pred_owner.append_array(task_ids(targets))
+            self.pred_value.append_array(task_ids(sources))
 
     def link_all(self, targets, source: int) -> None:
-        if len(targets):
-            self.pred_owner.append(task_ids(targets))
-            self.pred_value.append(np.full(len(targets), source, dtype=np.int64))
+        """Every task of `targets` after `source`."""
+        if not len(targets):
+            return
+        run = _as_run(targets)
+        if run is not None:
+            self._pairs(run, (source, 0), len(targets))
+        else:
+            self.pred_owner.append_array(task_ids(targets))
+            self.pred_value.append_array(np.full(len(targets), source, dtype=np.int64))
+
+    def _pairs(self, owners: tuple[int, int], values: tuple[int, int], length: int) -> None:
+        self.pred_owner.run(*owners, length)
+        self.pred_value.run(*values, length)
 
     def store(self, num_resources: int) -> TaskStore:
         if not self.n:
             return TaskStore(num_resources)
-        owner = np.concatenate(self.pred_owner) if self.pred_owner else np.zeros(0, dtype=np.int64)
-        value = np.concatenate(self.pred_value) if self.pred_value else np.zeros(0, dtype=np.int64)
         return TaskStore.from_pairs(num_resources, self.duration.array(), self.topo.array(),
-                                    self.res_counts.array(), self.res_values.array(), owner, value)
+                                    self.res_counts.array(), self.res_values.array(), self.pred_owner.array(),
+                                    self.pred_value.array())
 
 
 class _Described:
