@@ -84,42 +84,36 @@ class BufferColumns:
         if not m:
             return BufferSet(*(np.empty(0, dtype=t) for t in (np.int64, np.float64, np.int64, np.int64, np.int64)))
         device = np.arange(self.devices.start, self.devices.stop, dtype=np.int64)
+        counts, free_tasks = self._freed(n, m)
         if m == 1:                                      # one column: its arrays are the set's
-            block = self._frees[0]
             alloc = np.full(n, self._alloc[0], dtype=np.int64) if isinstance(self._alloc[0], (int, np.integer)) \
                 else self._alloc[0]
-            if block is None or not block.shape[1]:
-                counts, free_tasks = np.zeros(n, dtype=np.int64), np.empty(0, dtype=np.int64)
-            elif self._dense:
-                counts, free_tasks = np.ones(n, dtype=np.int64), block.ravel()
-            else:
-                some = block >= 0
-                counts, free_tasks = some.sum(axis=1), block[some]
-            return BufferSet(device, np.full(n, self._bytes[0], dtype=np.float64), alloc, counts, free_tasks)
+            return BufferSet(device, np.full(n, self._bytes[0], dtype=np.float64), alloc, counts.ravel(), free_tasks)
         alloc = np.empty((n, m), dtype=np.int64)
         for c, tasks in enumerate(self._alloc):
             alloc[:, c] = tasks
-        counts = np.zeros((n, m), dtype=np.int64)
-        blocks = [c for c, block in enumerate(self._frees) if block is not None and block.shape[1]]
-        if not blocks:
-            free_tasks = np.empty(0, dtype=np.int64)
-        elif self._dense:                                   # one task each: the blocks' matrix as it is
-            counts[:, blocks] = 1
-            free_tasks = np.concatenate([self._frees[c] for c in blocks], axis=1).ravel() if len(blocks) > 1 \
-                else self._frees[blocks[0]].ravel()
-        elif len(blocks) == 1:
-            some = self._frees[blocks[0]] >= 0
-            counts[:, blocks[0]] = some.sum(axis=1)
-            free_tasks = self._frees[blocks[0]][some]
-        else:
-            tasks = np.concatenate([self._frees[c] for c in blocks], axis=1)
-            some = tasks >= 0
-            free_tasks = tasks[some]
-            widths = np.fromiter((self._frees[c].shape[1] for c in blocks), dtype=np.int64, count=len(blocks))
-            counts[:, blocks] = np.add.reduceat(some, np.cumsum(widths) - widths, axis=1)
         num_bytes = np.empty((n, m), dtype=np.float64)
         num_bytes[:] = self._bytes
         return BufferSet(device.repeat(m), num_bytes.ravel(), alloc.ravel(), counts.ravel(), free_tasks)
+
+    def _freed(self, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """(free tasks per device and column [n, m], the free tasks row by row): the columns'
+        blocks side by side, -1s left out."""
+        counts = np.zeros((n, m), dtype=np.int64)
+        blocks = [c for c, block in enumerate(self._frees) if block is not None and block.shape[1]]
+        if not blocks:
+            return counts, np.empty(0, dtype=np.int64)
+        tasks = self._frees[blocks[0]] if len(blocks) == 1 else np.concatenate([self._frees[c] for c in blocks], axis=1)
+        if self._dense:                                 # one task each: the blocks' matrix as it is
+            counts[:, blocks] = 1
+            return counts, tasks.ravel()
+        some = tasks >= 0
+        if len(blocks) == 1:
+            counts[:, blocks[0]] = some.sum(axis=1)
+        else:
+            widths = np.fromiter((self._frees[c].shape[1] for c in blocks), dtype=np.int64, count=len(blocks))
+            counts[:, blocks] = np.add.reduceat(some, np.cumsum(widths) - widths, axis=1)
+        return counts, tasks[some]
 
 
 def task_ids(tasks) -> np.ndarray:
@@ -170,7 +164,7 @@ def merged_with_owners(owners: Sequence[int], sets: Sequence[BufferSet]) -> tupl
     """The sets as one (rows in the sets' order), and each row's owner (owners ascending: what
     `spliced` keeps up to date)."""
     sizes = np.fromiter((len(s.num_bytes) for s in sets), dtype=np.int64, count=len(sets))
-    return _concatenated(sets) if sets else _concatenated([BufferColumns(range(0)).done()]), \
+    return _concatenated(sets) if sets else BufferColumns(range(0)).done(), \
         np.repeat(np.asarray(owners, dtype=np.int64), sizes)
 
 

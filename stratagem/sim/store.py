@@ -261,11 +261,7 @@ class TaskStore:
     # ---- incremental edits (for delta simulation) ---------------------------------------------
     def add(self, duration: float, resources: Sequence[int], preds: Sequence[int], topo: int) -> int:
         t = self.n
-        if t >= self.capacity:
-            self._alloc(2 * self.capacity)
-        if t >= len(self.succ.ptr):
-            for pool in (self.res, self.pred, self.succ):
-                pool.grow_owners(self.capacity)
+        self._room_for(1)
         self.n += 1
         if not isinstance(topo, (int, np.integer)):
             raise TypeError(f"a structural key is an integer (stratagem.sim.keys), got {topo!r}")
@@ -286,11 +282,7 @@ class TaskStore:
         one by one."""
         k = len(resources)
         first = self.n
-        while first + k > self.capacity:
-            self._alloc(2 * self.capacity)
-        if first + k > len(self.succ.ptr):
-            for pool in (self.res, self.pred, self.succ):
-                pool.grow_owners(self.capacity)
+        self._room_for(k)
         tasks = slice(first, first + k)
         self.n += k
         self.alive[tasks], self.duration[tasks], self.topo[tasks] = True, duration, topo
@@ -304,6 +296,14 @@ class TaskStore:
             self._pending.append(resources)
             self._new_set.update(range(first, first + k))
         return range(first, first + k)
+
+    def _room_for(self, count: int) -> None:
+        """Capacity, and owners in every pool, for `count` more tasks."""
+        while self.n + count > self.capacity:
+            self._alloc(2 * self.capacity)
+        if self.n + count > len(self.succ.ptr):
+            for pool in (self.res, self.pred, self.succ):
+                pool.grow_owners(self.capacity)
 
     def remove_many(self, tasks: Sequence[int]) -> None:
         """`remove` of each of `tasks`, in order, in one go."""
@@ -323,16 +323,7 @@ class TaskStore:
         self.alive[ids] = False
 
     def remove(self, t: int) -> None:
-        if not self.alive[t]:
-            return
-        if t in self._new_set:
-            self._new_set.discard(t)
-        else:
-            self._seed(t)
-        successors = _unlink(t, self.pred.ptr, self.pred.cnt, self.pred.data, self.succ.ptr, self.succ.cnt,
-                             self.succ.data)
-        self._relinked.update(successors.tolist())
-        self.alive[t] = False
+        self.remove_many([t])
 
     def link(self, targets: np.ndarray, sources: np.ndarray) -> None:
         """targets[j] after sources[j] for every j (`add_preds` pair by pair, in one go)."""

@@ -332,9 +332,6 @@ class TaskGraph:
         elif len(targets):
             self.store.link(task_ids(targets), np.full(len(targets), source, dtype=np.int64))
 
-    def remove(self, t: int) -> None:
-        self.store.remove(t)
-
     def remove_many(self, tasks: list[int]) -> None:
         self.store.remove_many(tasks)
 
