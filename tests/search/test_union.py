@@ -175,3 +175,32 @@ def test_a_large_box_one_wide_unrolls_to_the_configurations_reduced():
     chosen = found.k_choice[..., 0]
     mem = a.mem[np.arange(h)[:, None], chosen, 0] + b.mem[chosen, np.arange(j)[None, :], 0]
     np.testing.assert_array_equal(mem, found.mem[..., 0])
+
+
+def test_a_last_term_added_after_the_union_keeps_every_tuple_and_a_column_of_its_cost():
+    """The linear DP's spec (N[(o0,)] read for every k: added after the union over k) on sums
+    that round: tuples and thinning exactly reduce_rows'; each kept column a candidate whose sums
+    are the tuple kept (where rounding makes two sums equal, either column costs the same)."""
+    specs = SHAPES["ldp"]
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        n0, k, width = int(rng.integers(1, 4)), int(rng.integers(2, 5)), int(rng.integers(2, 5))
+        terms = []
+        for shape, spec in zip(_sizes(specs, {O0: n0, O1: 1, "k": k}), specs):
+            rows = math.prod(shape)
+            step = 2.0 ** -50 * 10.0 ** int(rng.integers(0, 12))
+            mem = rng.integers(0, 6, (rows, 3 * width)) * 2.0 ** 40 + rng.integers(0, 3, (rows, 3 * width)) * step
+            time = rng.integers(0, 6, (rows, 3 * width)) / 7.0 + rng.integers(0, 3, (rows, 3 * width)) * 1e-16
+            m, t, _ = reduce_rows(mem, time, 0.0, width)
+            terms.append(Term(_Given(m.reshape(shape + (-1,)), t.reshape(shape + (-1,))), spec))
+        mem, time = _candidates(terms, (n0,), k)
+        for max_width in (None, 2):
+            expected = reduce_rows(mem, time, 0.0, max_width)
+            found = union_of_terms(_visited_terms(terms, 1), (0,), (n0,), k, max_width)
+            np.testing.assert_array_equal(found[0], expected[0])
+            np.testing.assert_array_equal(found[1], expected[1])
+            rows = np.arange(n0)[:, None].repeat(found[2].shape[1], 1)
+            kept = found[2] >= 0
+            np.testing.assert_array_equal(kept, expected[2] >= 0)
+            np.testing.assert_array_equal(mem[rows[kept], found[2][kept]], found[0][kept])
+            np.testing.assert_array_equal(time[rows[kept], found[2][kept]], found[1][kept])
