@@ -41,7 +41,7 @@ from stratagem.cost.recompute import recomputed_ops, with_recompute
 from stratagem.cost.redistribute import Redistribution
 from stratagem.cost.reschedule import Rescheduler
 from stratagem.cost.sharing import SharedTensor, shared_tensors, sharing_credits
-from stratagem.cost.transient import input_transient_bytes, op_transient_bytes, transient_terms
+from stratagem.cost.transient import input_transient_bytes, op_transient_bytes, transient_signature, transient_terms
 from stratagem.cost.weight_state import check_state, with_states
 from stratagem.errors import ConfigError
 from stratagem.ir import Graph, Role, TensorSpec, dtype_bytes, weight_owner
@@ -114,6 +114,7 @@ class CostModel:
         self._saved: Mapping[str, frozenset[str]] | None = None
         self._edges_of: Mapping[str, tuple[int, ...]] | None = None
         self._transients: dict[tuple, Any] = {}      # cost.transient's terms by their arguments
+        self._transient_signatures: dict[Edge, tuple] = {}   # cost.transient.transient_signature per edge
         self._shared: tuple[SharedTensor, ...] | None = None
         self._later: Mapping[str, float] | None = None
         self._descendants: tuple[int, ...] | None = None
@@ -400,12 +401,20 @@ class CostModel:
 
     def input_transient(self, edge: Edge, src_config: Configuration | None, dst_config: Configuration,
                         option: str | None, kept_by_another: bool) -> tuple[float, float, float]:
-        """cost.transient.input_transient_bytes, memoized (every simulated plan asks it per edge)."""
+        """cost.transient.input_transient_bytes, memoized (every simulated plan asks it per edge), and
+        once for edges alike (cost.transient.transient_signature: a repeated layer's edges)."""
         key = (edge, src_config, dst_config, option, kept_by_another)
         found = self._transients.get(key)
         if found is None:
-            found = self._transients[key] = input_transient_bytes(self, edge, src_config, dst_config, option,
-                                                                  kept_by_another)
+            signature = self._transient_signatures.get(edge)
+            if signature is None:
+                signature = self._transient_signatures[edge] = ("edge", *transient_signature(self, edge))
+            alike = (signature, src_config, dst_config, option, kept_by_another)
+            found = self._transients.get(alike)
+            if found is None:
+                found = self._transients[alike] = input_transient_bytes(self, edge, src_config, dst_config,
+                                                                        option, kept_by_another)
+            self._transients[key] = found
         return found
 
     def op_made(self, op_name: str, config: Configuration) -> float:

@@ -57,7 +57,7 @@ from functools import reduce
 import numpy as np
 
 from stratagem.cost.made import later_on_devices, least_bytes
-from stratagem.cost.memory import keeps_copy, saved_tensors
+from stratagem.cost.memory import keeps_copy, keeps_input, saved_tensors
 from stratagem.cost.sharing import kept_producer_buffers
 from stratagem.ir import dtype_bytes
 from stratagem.space import Configuration, Edge
@@ -99,6 +99,17 @@ def input_transient_bytes(model, edge: Edge, src_config: Configuration | None, d
     return _phases(_source_bytes(_keeps(model, edge), option, kept_by_another,
                                  src_layout.local_num_elements(spec.shape) * itemsize, src_layout == dst_layout),
                    _consumer_keeps(model, edge, option), cost, dst_bytes)
+
+
+def transient_signature(model, edge: Edge) -> tuple:
+    """What `input_transient_bytes` reads of `edge` besides the configurations, option and
+    `kept_by_another`: the edge's cost signature (the first alike edge: its cost, tensor size and
+    the layouts at both ends per configuration), whether each end keeps the tensor for backward,
+    and whether the consumer keeps its copy. Edges with equal signatures have equal terms (a
+    repeated layer's edges)."""
+    keeps = _keeps(model, edge) if _produced(model, edge) else None
+    return (model._first_alike_edge(edge.tensor, edge.src_op, edge.dst_op), keeps,
+            keeps_input(model.graph, model.graph.op(edge.dst_op), edge.tensor))
 
 
 def input_transient_table(model, edge: Edge, src_configs, dst_configs, costs, option_names,

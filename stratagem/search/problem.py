@@ -79,11 +79,17 @@ class CostProblem:
         return bool(self.node_transient) or any(e.transient is not None for e in self.edges)
 
     def transient_values(self) -> np.ndarray:
-        """Every distinct transient term, ascending (the thresholds search.ft_peak tries)."""
-        arrays = list(self.node_transient) + [e.transient for e in self.edges if e.transient is not None]
-        distinct = {id(a): a for a in arrays}                # repeated layers may share their arrays
-        values = np.concatenate([np.unique(a) for a in distinct.values()]) if distinct else np.zeros(1)
-        return np.unique(np.concatenate([values[np.isfinite(values)], [0.0]]))   # each array's few values first
+        """Every distinct transient term, ascending (the thresholds search.ft_peak tries), found
+        once per problem (the planner's second FT run asks again); read-only."""
+        found = self.__dict__.get("_transient_values")
+        if found is None:
+            arrays = list(self.node_transient) + [e.transient for e in self.edges if e.transient is not None]
+            distinct = {id(a): a for a in arrays}                # repeated layers may share their arrays
+            values = np.concatenate([np.unique(a) for a in distinct.values()]) if distinct else np.zeros(1)
+            found = np.unique(np.concatenate([values[np.isfinite(values)], [0.0]]))   # each array's few values first
+            found.flags.writeable = False
+            object.__setattr__(self, "_transient_values", found)
+        return found
 
     def within(self, threshold: float) -> "CostProblem":
         """The additive problem of the strategies whose every transient term is at most
@@ -94,8 +100,9 @@ class CostProblem:
             if transient is None:
                 return mem
             key = (id(transient), id(mem))
-            if key not in masked:
-                masked[key] = np.where(transient > threshold, np.inf, mem)
+            if key not in masked:              # unmasked: the same array (tables.Memo knows it by id)
+                above = transient > threshold
+                masked[key] = np.where(above, np.inf, mem) if above.any() else mem
             return masked[key]
 
         node_mem = tuple(mask(t, m) for t, m in zip(self.node_transient or [None] * len(self.node_mem), self.node_mem))

@@ -183,14 +183,22 @@ class Memo:
     def __init__(self):
         self.results: dict[bytes, tuple] = {}
         self.edges: dict[bytes, tuple] = {}
+        self._arrays: dict[tuple[int, int], tuple] = {}   # (id(mem), id(time)) -> (mem, time, options)
         self.reused = 0         # combines answered from `results`
         self.computed = 0       # combines computed
 
     def edge_options(self, mem: np.ndarray, time: np.ndarray) -> tuple:
+        """tables.edge_options of these arrays: found by the arrays themselves where a pass before
+        asked of the same ones (the peak passes share the arrays their threshold leaves as they
+        were), else by their content."""
+        held = self._arrays.get((id(mem), id(time)))
+        if held is not None and held[0] is mem and held[1] is time:
+            return held[2]
         key = content_key(mem, time)
         found = self.edges.get(key)
         if found is None:
             found = self.edges[key] = edge_options(mem, time)
+        self._arrays[(id(mem), id(time))] = (mem, time, found)
         return found
 
     def get(self, key: bytes) -> tuple | None:

@@ -322,3 +322,26 @@ def test_edges_alike_cost_what_each_prices_alone(name):
             assert model.edge_cost(edge.tensor, edge.src_op, src, edge.dst_op, strategy[edge.dst_op]) == alone, edge
     firsts = {model._first_alike_edge(e.tensor, e.src_op, e.dst_op) for e in edges}
     assert len(firsts) < len(edges) / 2         # the layers' edges were priced as the first layer's
+
+
+@pytest.mark.parametrize("name", ["gpt-tiny", "hf:t5-small"])
+def test_edges_alike_have_the_transient_terms_each_has_alone(name):
+    """A repeated layer's edges' (L, H, P) are found once (cost.transient.transient_signature):
+    each edge's terms under random configurations, reuse options and sharing, asked after the
+    others', equal input_transient_bytes of that edge alone."""
+    from stratagem.cost.transient import input_transient_bytes
+    from stratagem.frontend import zoo
+    model = CostModel(zoo.build(name), "v100-2x8", num_devices=16)
+    configs = {op.name: model.configurations(op.name, SpaceOptions(state_sharding=True)) for op in model.graph.ops}
+    rng = np.random.default_rng(12)
+    edges = list(model.edges())
+    for _ in range(3):
+        strategy = {op: c[rng.integers(len(c))] for op, c in configs.items()}
+        for edge in edges:
+            src = strategy[edge.src_op] if edge.src_op else None
+            options = [None] + [o.name for o in model.edge_cost_in(edge, strategy).reuse]
+            option, shared = options[rng.integers(len(options))], bool(rng.integers(2))
+            alone = input_transient_bytes(model, edge, src, strategy[edge.dst_op], option, shared)
+            assert model.input_transient(edge, src, strategy[edge.dst_op], option, shared) == alone, edge
+    signatures = {model._transient_signatures[e] for e in edges}
+    assert len(signatures) < len(edges) / 2      # the layers' edges were found as the first layer's
