@@ -30,3 +30,18 @@ def test_transient_values_are_every_distinct_finite_term_and_zero(seed, shared):
     expected = np.unique(terms[np.isfinite(terms)])
     found = problem.transient_values()
     assert found.tolist() == expected.tolist()
+
+
+def test_within_masks_what_lies_above_and_keeps_arrays_it_leaves_alone():
+    """Options above the threshold cost +inf memory; an array with nothing above is the same
+    array (the peak passes' memo knows it by identity), and one with something above is a copy."""
+    low, high = np.array([[[1.0, 2.0]]]), np.array([[[1.0, 5.0]]])
+    mem = np.array([[[3.0, 4.0]]])
+    edges = (EdgeCosts(0, 1, mem, np.zeros((1, 1, 2)), "low", low),
+             EdgeCosts(0, 1, mem, np.zeros((1, 1, 2)), "high", high))
+    problem = CostProblem((np.zeros(1), np.zeros(2)), (np.zeros(1), np.zeros(2)), edges,
+                          node_transient=(np.zeros(1), np.array([0.0, 9.0])))
+    within = problem.within(4.0)
+    assert within.edges[0].mem is mem
+    assert within.edges[1].mem.tolist() == [[[3.0, np.inf]]] and mem.tolist() == [[[3.0, 4.0]]]
+    assert within.node_mem[1].tolist() == [0.0, np.inf] and within.node_mem[0] is problem.node_mem[0]

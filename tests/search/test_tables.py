@@ -10,7 +10,7 @@ from stratagem.search import ft
 from stratagem.search.context import context
 from stratagem.search.ft import FTOptions
 from stratagem.search.space import build_search_space
-from stratagem.search.tables import content_key, unroll_all
+from stratagem.search.tables import Memo, content_key, edge_options, unroll_all
 from tests.search.test_ft import problems
 
 
@@ -29,6 +29,22 @@ def test_content_key_is_equal_for_equal_arrays_only():
     assert content_key(mem.astype(np.float32), time.astype(np.float32)) != key
     ints = np.arange(24, dtype=np.int64).reshape(2, 3, 4)
     assert content_key(ints, ints) != content_key(ints.view(np.float64), ints.view(np.float64))
+
+
+def test_memo_finds_an_edges_options_by_its_arrays_and_else_by_content():
+    """The same arrays asked again: the options found before; other arrays of equal content: equal
+    options; of other content: their own (the memo holds the arrays it knows by identity, so an
+    identity is never another array's)."""
+    rng = np.random.default_rng(1)
+    mem, time = rng.random((2, 3, 4)), rng.random((2, 3, 4))
+    memo = Memo()
+    first = memo.edge_options(mem, time)
+    assert memo.edge_options(mem, time) is first
+    assert memo.edge_options(mem.copy(), time.copy()) is first
+    changed = mem + 1.0
+    for got, want in zip(memo.edge_options(changed, time), edge_options(changed, time)):
+        np.testing.assert_array_equal(got, want)
+    assert not np.array_equal(memo.edge_options(changed, time)[0], first[0])
 
 
 def _unrolled_alone(table, index, slot):
