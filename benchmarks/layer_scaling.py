@@ -2,11 +2,13 @@
 LLaMA-style decoders of one width and several depths, each in a fresh process (cold: nothing of a
 previous run is kept, and there is no on-disk cache), capture included.
 
-    python benchmarks/layer_scaling.py [--layers 12 48] [--dim 1024] [--cluster a100-1x8]
+    python benchmarks/layer_scaling.py [--layers 12 48] [--dim 1024] [--cluster a100-1x8] [--repeats 3]
 
 Per depth prints the ops, the chosen plan's simulated tasks, time and peak memory, the capture's
-time and the wall time of the whole process; then the deepest's wall time over the shallowest's
-(target for 48 against 12 layers: < 1.5).
+time and the wall time of the whole process (the median of `--repeats` fresh processes, the
+depths taken in turn so that a slow spell of the machine falls on all of them, each run's wall
+time beside it); then the deepest's median wall time over the shallowest's (target for 48 against
+12 layers: < 1.5).
 """
 
 from __future__ import annotations
@@ -55,16 +57,25 @@ def main() -> None:
     parser.add_argument("--layers", type=int, nargs="+", default=[12, 48])
     parser.add_argument("--dim", type=int, default=1024)
     parser.add_argument("--cluster", default="a100-1x8")
+    parser.add_argument("--repeats", type=int, default=3, help="fresh processes per depth (the median is shown)")
     args = parser.parse_args()
-    rows = []
+    if args.repeats < 1:
+        parser.error(f"--repeats must be at least 1, got {args.repeats}")
+    runs: dict[int, list[dict]] = {layers: [] for layers in args.layers}
+    for _ in range(args.repeats):
+        for layers in args.layers:
+            runs[layers].append(measure(layers, args.dim, args.cluster))
     print(f"{'layers':>6} {'ops':>6} {'tasks':>7} {'plan time':>10} {'memory':>10} "
-          f"{'capture':>8} {'process':>8}")
+          f"{'capture':>8} {'process':>8}  runs")
+    medians = []
     for layers in args.layers:
-        r = measure(layers, args.dim, args.cluster)
-        rows.append(r)
+        found = sorted(runs[layers], key=lambda r: r["process_s"])
+        r = found[len(found) // 2]
+        medians.append(r["process_s"])
+        each = " ".join(f"{x['process_s']:.1f}" for x in runs[layers])
         print(f"{layers:>6} {r['ops']:>6} {r['tasks'] or '-':>7} {r['time_s']:>9.3f}s "
-              f"{r['memory_gib']:>7.2f}GiB {r['capture_s']:>7.1f}s {r['process_s']:>7.1f}s")
-    print(f"deepest / shallowest wall time: {rows[-1]['process_s'] / rows[0]['process_s']:.2f}")
+              f"{r['memory_gib']:>7.2f}GiB {r['capture_s']:>7.1f}s {r['process_s']:>7.1f}s  {each}")
+    print(f"deepest / shallowest wall time (medians): {medians[-1] / medians[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -439,7 +439,13 @@ def unroll_all(table: Table, index: tuple[int, ...], slots: Sequence[int]
     for p, slot in enumerate(slots):
         pending[id(table)].setdefault((index, slot), []).append(p)
     for current in _parents_first(table):
-        for (idx, s), points in pending.pop(id(current), {}).items():
+        entries = pending.pop(id(current), None)
+        if not entries:
+            continue
+        if type(current) is Combined:
+            _expand_combined(current, entries, found, pending)
+            continue
+        for (idx, s), points in entries.items():
             for item in current.expand(idx, s):
                 if item[0] in ("node", "option"):
                     facts = 0 if item[0] == "node" else 1      # found[p] is (nodes, options)
@@ -449,6 +455,55 @@ def unroll_all(table: Table, index: tuple[int, ...], slots: Sequence[int]
                     child, child_index, child_slot = item
                     pending.setdefault(id(child), {}).setdefault((child_index, child_slot), []).extend(points)
     return found
+
+
+def _expand_combined(table: Combined, entries: dict, found: list, pending: dict) -> None:
+    """unroll_all's step for a Combined table's pending (index, slot)s, as `Combined.expand`
+    yields them, without a generator per entry (most of what a decoder's points unroll through)."""
+    k_choice, node = table.k_choice, table.node
+    children = [(pending.setdefault(id(term.table), {}), _index_maker(term.spec), slots)
+                for term, slots in zip(table.terms, table.slots)]
+    for (idx, s), points in entries.items():
+        at = idx + (s,)
+        k = int(k_choice[at])
+        if node is not None:
+            for p in points:
+                found[p][0][node] = k
+        for fact in table.fixed:
+            facts = 0 if fact[0] == "node" else 1
+            for p in points:
+                found[p][facts][fact[1]] = int(fact[2])
+        for child_pending, index_of, slots in children:
+            key = (index_of(idx, k), int(slots[at]))
+            known = child_pending.get(key)
+            if known is None:
+                child_pending[key] = list(points)
+            else:
+                known.extend(points)
+
+
+def _index_maker(spec: IndexSpec):
+    """(index, k) -> the term's index, as `_resolve` reads `spec` entry by entry (the specs FT's
+    eliminations use written out; any other entry by entry)."""
+    codes = tuple("k" if e == "k" else e[1] if isinstance(e, tuple) else ("fixed", int(e)) for e in spec)
+    if codes == ():
+        return lambda index, k: ()
+    if codes == ("k",):
+        return lambda index, k: (k,)
+    if codes == (0,):
+        return lambda index, k: (index[0],)
+    if codes == (0, 1):
+        return lambda index, k: (index[0], index[1])
+    if codes == (0, "k"):
+        return lambda index, k: (index[0], k)
+    if codes == ("k", 0):
+        return lambda index, k: (k, index[0])
+    if codes == ("k", 1):
+        return lambda index, k: (k, index[1])
+    if len(codes) == 2 and codes[0] == 0 and isinstance(codes[1], tuple):
+        fixed = codes[1][1]
+        return lambda index, k: (index[0], fixed)
+    return lambda index, k: tuple(_resolve(e, index, k) for e in spec)
 
 
 def _parents_first(root: Table) -> list[Table]:

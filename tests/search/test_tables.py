@@ -10,7 +10,7 @@ from stratagem.search import ft
 from stratagem.search.context import context
 from stratagem.search.ft import FTOptions
 from stratagem.search.space import build_search_space
-from stratagem.search.tables import Memo, content_key, edge_options, unroll_all
+from stratagem.search.tables import Memo, _index_maker, _resolve, content_key, edge_options, unroll_all
 from tests.search.test_ft import problems
 
 
@@ -45,6 +45,19 @@ def test_memo_finds_an_edges_options_by_its_arrays_and_else_by_content():
     for got, want in zip(memo.edge_options(changed, time), edge_options(changed, time)):
         np.testing.assert_array_equal(got, want)
     assert not np.array_equal(memo.edge_options(changed, time)[0], first[0])
+
+
+def test_a_terms_index_is_made_as_its_spec_reads_entry_by_entry():
+    """unroll_all's written-out index makers against _resolve, for every spec FT's eliminations
+    use and others (fixed configurations at either place, a second output dim first)."""
+    o0, o1 = ("o", 0), ("o", 1)
+    specs = [(), ("k",), (o0,), (o1,), (o0, o1), (o1, o0), (o0, "k"), ("k", o0), ("k", o1), (o0, 3), (3, o0),
+             (4,), ("k", 2), (o1, "k"), (o0, o1, "k")]
+    for spec in specs:
+        make = _index_maker(spec)
+        for index in [(0, 1), (2, 0), (5, 7)]:
+            for k in (0, 3):
+                assert make(index, k) == tuple(_resolve(e, index, k) for e in spec), spec
 
 
 def _unrolled_alone(table, index, slot):
