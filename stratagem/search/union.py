@@ -16,7 +16,8 @@ visited instead, into a staircase that is Algorithm 1's survivors of what was vi
         for k by ideal time:   skip k if a step beats ideal_k
             for a in T_0's row: skip a if a step beats a + least(T_1) + least(T_2)
                 for b in T_1's row: skip (a, b) if a step beats it with least(T_2) added
-                    for e in T_2's row: keep a + b + e unless a step beats it
+                    for e in T_2's row: keep a + b + e unless a step beats it (the step
+                                        found by walking on as the sums' memory grows)
             merge what k kept into the staircase (`_merged`: one sort and one sweep)
         the staircase, thinned as reduce_rows thins
 
@@ -51,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from stratagem.search.frontier import _beaten, least_of_rows, write_front
+from stratagem.search.frontier import _beaten, _last_at_most, least_of_rows, write_front
 
 MAX_TERMS = 3
 
@@ -162,6 +163,7 @@ def _union_of_terms(m0, t0, l0, m1, t1, l1, m2, t2, l2, coefs, bases, starts, si
                 if not (am < np.inf and at_ < np.inf) or (w1 * inner > 1 and _beaten(
                         union_mem, union_time, steps, am + l1[r1, 0] + l2m, at_ + l1[r1, 1] + l2t)):
                     continue
+                step, last = -1, -np.inf      # the last step at most the previous sum's memory
                 for b in range(w1):
                     bm, bt = am + m1[r1, b], at_ + t1[r1, b]
                     if not (bm < np.inf and bt < np.inf) or (inner > 1 and _beaten(
@@ -169,7 +171,15 @@ def _union_of_terms(m0, t0, l0, m1, t1, l1, m2, t2, l2, coefs, bases, starts, si
                         continue
                     for e in range(inner):
                         m, t = (bm, bt) if last_later else (bm + m2[r2, e], bt + t2[r2, e])
-                        if m < np.inf and t < np.inf and not _beaten(union_mem, union_time, steps, m, t):
+                        if not (m < np.inf and t < np.inf):
+                            continue
+                        if m >= last:             # rows are memory ascending: walk on from there
+                            while step + 1 < steps and union_mem[step + 1] <= m:
+                                step += 1
+                        else:
+                            step = _last_at_most(union_mem, steps, m)
+                        last = m
+                        if not (step >= 0 and union_time[step] < t):      # not beaten
                             new_mem[c], new_time[c], new_col[c] = m, t, ((k * w0 + a) * w1 + b) * inner + e
                             c += 1
             steps = _merged(union_mem, union_time, union_col, steps, new_mem, new_time, new_col, c,
