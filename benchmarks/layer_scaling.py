@@ -1,8 +1,9 @@
 """Planning time against depth (issue 19: repeated layers solved once): `stratagem plan`'s work on
 LLaMA-style decoders of one width and several depths, each in a fresh process (cold: nothing of a
-previous run is kept, and there is no on-disk cache), capture included, ended as `stratagem plan`
-ends (`stratagem.cli.exit_now`: without the interpreter's teardown, which takes ~1.4 s after
-torch.export at any depth).
+previous run is kept, and there is no on-disk cache), capture included, run as `stratagem plan`
+runs a command: with the garbage collector's thresholds raised (`stratagem.collection`) and ended
+without the interpreter's teardown (`stratagem.cli.exit_now`; ~1.4 s after torch.export at any
+depth).
 
     python benchmarks/layer_scaling.py [--layers 12 48] [--dim 1024] [--cluster a100-1x8] [--repeats 3]
 
@@ -24,21 +25,23 @@ import time
 CHILD = r"""
 import json, sys, time, warnings
 start = time.perf_counter()
-import torch
-from stratagem.frontend.capture import capture
-from stratagem.frontend.zoo.gpt import GPT, GPTConfig, llama_ffn_dim
-from stratagem.report.planning import PlanRequest, plan_model
-layers, dim, cluster = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-heads = dim // 64
-cfg = GPTConfig(32000, dim, layers, heads, heads, llama_ffn_dim(dim), 1024)
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    with torch.device("meta"):
-        model = GPT(cfg)
-    tokens = torch.zeros(8, 1024, dtype=torch.long, device="meta")
-    graph = capture(model, (tokens, tokens), name=f"decoder-{layers}x{dim}")
-captured = time.perf_counter()
-plan, fits = plan_model(graph, PlanRequest(f"decoder-{layers}", cluster))
+from stratagem.collection import fewer_collections
+with fewer_collections():        # as `stratagem plan` runs a command (stratagem.cli.main)
+    import torch
+    from stratagem.frontend.capture import capture
+    from stratagem.frontend.zoo.gpt import GPT, GPTConfig, llama_ffn_dim
+    from stratagem.report.planning import PlanRequest, plan_model
+    layers, dim, cluster = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    heads = dim // 64
+    cfg = GPTConfig(32000, dim, layers, heads, heads, llama_ffn_dim(dim), 1024)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with torch.device("meta"):
+            model = GPT(cfg)
+        tokens = torch.zeros(8, 1024, dtype=torch.long, device="meta")
+        graph = capture(model, (tokens, tokens), name=f"decoder-{layers}x{dim}")
+    captured = time.perf_counter()
+    plan, fits = plan_model(graph, PlanRequest(f"decoder-{layers}", cluster))
 print(json.dumps({"ops": len(graph.ops), "tasks": plan.details.get("num_tasks"),
                   "time_s": plan.iteration_time_s, "memory_gib": plan.peak_memory_bytes / 2**30,
                   "fits": fits, "capture_s": captured - start, "wall_s": time.perf_counter() - start}))
