@@ -304,18 +304,24 @@ def test_memory_parts_are_per_device_sums_in_a_loops_order(name):
     assert len(spans) > 4
 
 
+def _random_strategies(name: str, seed: int, count: int = 3):
+    """A zoo model's cost model on 16 V100s, a generator, and `count` strategies of random
+    configurations (weights sharded among them), drawn as they are asked for."""
+    from stratagem.frontend import zoo
+    model = CostModel(zoo.build(name), "v100-2x8", num_devices=16)
+    configs = {op.name: model.configurations(op.name, SpaceOptions(state_sharding=True)) for op in model.graph.ops}
+    rng = np.random.default_rng(seed)
+    return model, rng, ({op: c[rng.integers(len(c))] for op, c in configs.items()} for _ in range(count))
+
+
 @pytest.mark.parametrize("name", ["gpt-tiny", "hf:t5-small"])
 def test_edges_alike_cost_what_each_prices_alone(name):
     """A repeated layer's edges are priced once (CostModel._first_alike_edge): each edge's cost
     under random configuration pairs, asked after the others', equals pricing it alone."""
     from stratagem.cost.edgecost import build_edge_cost
-    from stratagem.frontend import zoo
-    model = CostModel(zoo.build(name), "v100-2x8", num_devices=16)
-    configs = {op.name: model.configurations(op.name, SpaceOptions(state_sharding=True)) for op in model.graph.ops}
-    rng = np.random.default_rng(11)
+    model, _, strategies = _random_strategies(name, 11)
     edges = list(model.edges())
-    for _ in range(3):
-        strategy = {op: c[rng.integers(len(c))] for op, c in configs.items()}
+    for strategy in strategies:
         for edge in edges:
             src = strategy[edge.src_op] if edge.src_op else None
             alone = build_edge_cost(model, edge.tensor, edge.src_op, src, edge.dst_op, strategy[edge.dst_op])
@@ -330,13 +336,9 @@ def test_edges_alike_have_the_transient_terms_each_has_alone(name):
     each edge's terms under random configurations, reuse options and sharing, asked after the
     others', equal input_transient_bytes of that edge alone."""
     from stratagem.cost.transient import input_transient_bytes
-    from stratagem.frontend import zoo
-    model = CostModel(zoo.build(name), "v100-2x8", num_devices=16)
-    configs = {op.name: model.configurations(op.name, SpaceOptions(state_sharding=True)) for op in model.graph.ops}
-    rng = np.random.default_rng(12)
+    model, rng, strategies = _random_strategies(name, 12)
     edges = list(model.edges())
-    for _ in range(3):
-        strategy = {op: c[rng.integers(len(c))] for op, c in configs.items()}
+    for strategy in strategies:
         for edge in edges:
             src = strategy[edge.src_op] if edge.src_op else None
             options = [None] + [o.name for o in model.edge_cost_in(edge, strategy).reuse]
