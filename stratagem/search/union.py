@@ -194,16 +194,16 @@ def _union_of_terms(m0, t0, l0, m1, t1, l1, m2, t2, l2, coefs, bases, starts, si
                         c += 1
             steps = _merged(stair_mem, stair_time, stair_col, 0, new_mem, new_time, new_col, c,
                             merged_mem, merged_time, merged_col)
-            write_front_of(kept, out_mem, out_time, counts, row, front, steps, max_width, stair_col, stair_mem,
+            _write_staircase(kept, out_mem, out_time, counts, row, front, steps, max_width, stair_col, stair_mem,
                            stair_time)
         else:
-            write_front_of(kept, out_mem, out_time, counts, row, front, steps, max_width, union_col, union_mem,
+            _write_staircase(kept, out_mem, out_time, counts, row, front, steps, max_width, union_col, union_mem,
                            union_time)
     return kept, out_mem, out_time, counts
 
 
 @njit(cache=True, nogil=True)
-def write_front_of(kept, out_mem, out_time, counts, row, front, steps, max_width, col, mem,
+def _write_staircase(kept, out_mem, out_time, counts, row, front, steps, max_width, col, mem,
                    time):  # pragma: no cover - compiled
     """Row `row` of the outputs: a staircase of `steps` steps, thinned."""
     for i in range(steps):
