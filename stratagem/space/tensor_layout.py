@@ -19,6 +19,7 @@ cut divides the next. A placement on an axis holds on each of its sub-axes.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -260,16 +261,56 @@ def _axis_groups(first_device: int, mesh_shape: tuple[int, ...], axes: tuple[int
     inside = [a for a in dict.fromkeys(axes) if a < len(mesh_shape)]
     outside = [a for a in range(len(mesh_shape)) if a not in inside]
     rows = np.sort(np.transpose(grid, outside + inside).reshape(-1, math.prod(mesh_shape[a] for a in inside)), axis=1)
-    return DeviceGroups(map(tuple, rows.tolist()))
+    return DeviceGroups(map(tuple, rows.tolist()), _groups_origin(first_device, mesh_shape, set(inside)))
+
+
+def _groups_origin(first_device: int, mesh_shape: tuple[int, ...], inside: set[int]) -> tuple:
+    """What `_axis_groups` makes the same groups from: neighbouring axes both inside or both
+    outside `axes` merged into one of their product, axes of size 1 dropped (on 16 devices, mesh
+    (2, 4, 2) grouped on its last axis is (8, 2) grouped on its last)."""
+    sizes: list[int] = []
+    flags: list[bool] = []
+    for axis, size in enumerate(mesh_shape):
+        if size == 1:
+            continue
+        if flags and flags[-1] == (axis in inside):
+            sizes[-1] *= size
+        else:
+            sizes.append(size)
+            flags.append(axis in inside)
+    return first_device, tuple(sizes), tuple(flags)
 
 
 class DeviceGroups(tuple):
     """Device groups (a tuple of device tuples) that hash once: they key the prices, links and
     resources of every communication step, and on a large cluster they hold thousands of devices
-    (a tuple hashes its items again on every lookup). Equal to, and hashed as, the plain tuple."""
+    (a tuple hashes its items again on every lookup). Equal to, and hashed as, the plain tuple.
+    Groups made alike (`origin`: the first device and the mesh with its axes merged as
+    `_groups_origin` merges them) are equal without comparing their devices: every layout makes its
+    own, and a price cached under one layout's groups is found under another's (on 16,384 devices,
+    comparing them device by device took 26 s of planning gpt-70b)."""
+
+    def __new__(cls, groups: Iterable[tuple[int, ...]], origin: tuple | None = None) -> "DeviceGroups":
+        made = super().__new__(cls, groups)
+        made._origin = origin
+        return made
 
     def __hash__(self) -> int:
         found = self.__dict__.get("_hash")
         if found is None:
             found = self.__dict__["_hash"] = tuple.__hash__(self)
         return found
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if isinstance(other, DeviceGroups):
+            if self._origin is not None and self._origin == other._origin:
+                return True
+            if hash(self) != hash(other):
+                return False
+        return tuple.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal

@@ -85,3 +85,43 @@ def test_axis_groups_key_dicts_as_the_plain_tuple_does():
     again = pickle.loads(pickle.dumps(groups))
     assert again == plain and hash(again) == hash(plain)
     assert all(type(d) is int for group in groups for d in group)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=3), st.lists(st.integers(1, 4), min_size=1, max_size=3),
+       st.integers(0, 3), st.integers(0, 3), st.data())
+def test_axis_groups_of_any_two_layouts_are_equal_as_their_devices_are(mesh_a, mesh_b, first_a, first_b, data):
+    """Groups made by two layouts compare as their plain tuples do, whether they share what made
+    them (then equal without a look at their devices) or not (equal devices from other meshes)."""
+    lay_a = TensorLayout(first_a, tuple(mesh_a), (REPLICATE,) * len(mesh_a))
+    lay_b = TensorLayout(first_b, tuple(mesh_b), (REPLICATE,) * len(mesh_b))
+    axes_a = tuple(data.draw(st.lists(st.integers(0, len(mesh_a) - 1), unique=True, max_size=len(mesh_a))))
+    axes_b = tuple(data.draw(st.lists(st.integers(0, len(mesh_b) - 1), unique=True, max_size=len(mesh_b))))
+    a, b = lay_a.axis_groups(axes_a), lay_b.axis_groups(axes_b)
+    plain_a, plain_b = tuple(a), tuple(b)
+    assert (a == b) == (plain_a == plain_b) and (a != b) == (plain_a != plain_b)
+    assert a == plain_a and not (a != plain_a) and (a == plain_b) == (plain_a == plain_b)
+    if a == b:
+        assert hash(a) == hash(b) == hash(plain_a)
+    twin = TensorLayout(first_a, tuple(mesh_a), (REPLICATE,) * len(mesh_a)).axis_groups(tuple(reversed(axes_a)))
+    assert twin is not a and twin == a and {a: "priced"}[twin] == "priced"
+    assert a != "not groups" and not (a == 3)
+
+
+def test_axis_groups_of_other_meshes_with_the_same_devices_are_equal():
+    """(4, 2) on axes (0, 1) and (8,) on axis 0 group the same devices: equal, though made apart."""
+    wide = TensorLayout(0, (4, 2), (REPLICATE, REPLICATE)).axis_groups((0, 1))
+    flat = TensorLayout(0, (8,), (REPLICATE,)).axis_groups((0,))
+    other = TensorLayout(8, (8,), (REPLICATE,)).axis_groups((0,))
+    assert wide == flat and hash(wide) == hash(flat) and {wide: 1}[flat] == 1
+    assert flat != other and not (flat == other)
+
+
+def test_groups_of_meshes_that_merge_alike_share_their_origin():
+    """(2, 4, 16) grouped on its last axis is (8, 16) grouped on its last, also with axes of size 1."""
+    fine = TensorLayout(0, (2, 4, 16), (REPLICATE,) * 3).axis_groups((2,))
+    coarse = TensorLayout(0, (8, 16), (REPLICATE,) * 2).axis_groups((1,))
+    padded = TensorLayout(0, (8, 1, 16), (REPLICATE,) * 3).axis_groups((2,))
+    assert fine._origin == coarse._origin == padded._origin and fine == coarse == padded
+    across = TensorLayout(0, (2, 4, 16), (REPLICATE,) * 3).axis_groups((0, 2))
+    assert across._origin != coarse._origin and across != coarse
