@@ -41,7 +41,8 @@ def peak_frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions(
     """The (peak memory, time) frontier of `problem`: FT itself when it has no transient terms.
     Each pass is a phase of `progress` ("FT pass 2: eliminations"). A Ctrl-C after the first pass
     keeps the passes done (stats["interrupted"] names the pass); during the first, it is raised.
-    The passes share one memo (tables.Memo): a pass reduces again only what its threshold masked."""
+    The passes share one memo (tables.Memo): a pass reduces again only what its threshold masked,
+    and what a pass after the first did not use is forgotten (Memo.settle)."""
     memo = Memo() if memo is None else memo
     if not problem.has_transient:
         return frontier_tracking(problem, options, prefer, progress, f"{label}: eliminations", memo)
@@ -60,6 +61,7 @@ def peak_frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions(
             stopped = name
             break
         passes += 1
+        memo.settle(keep=passes == 1)
         exact = exact and bool(found.stats.get("exact"))
         if not found.points:
             break

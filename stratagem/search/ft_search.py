@@ -21,7 +21,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from stratagem.collection import fewer_collections
+from stratagem.collection import fewer_collections, release_freed_memory
 from stratagem.errors import ConfigError
 from stratagem.plan import Frontier, Plan
 from stratagem.search.bounds import busy_bound, busy_resources
@@ -119,6 +119,7 @@ def _frontier(ctx: PlanningContext, options: FTSearchOptions, least_time_under: 
         result = _tracked(ctx, search_space, options.ft)
     except KeyboardInterrupt:
         return _fallback(ctx, alternatives, "FT's first pass (eliminations)")
+    release_freed_memory()          # FT's tables, dropped: not under the simulations that follow
     fixes = [{"op": search_space.groups[f.node].anchor, "config": _fixed_config(search_space, f),
               "reason": f.reason} for f in result.heuristic_fixes]
     plans, simulation_stopped, ruled_out = _simulated(ctx, search_space, result, fixes, least_time_under,

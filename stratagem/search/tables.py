@@ -178,12 +178,21 @@ def _resolve(spec_entry: Any, index: tuple[int, ...], k: int) -> int:
 
 class Memo:
     """Results of `combine` by key: (mem, time, k_choice, slots), arrays no one writes to; and
-    edges' option frontiers (`edge_options`) by their arrays' digest."""
+    edges' option frontiers (`edge_options`) by their arrays' digest.
+
+    FT's peak passes share one memo, and each pass's threshold masks more than the one before
+    (search.ft_peak): a result a pass did not use was made from arrays that a later pass masks at
+    least as much, so no later pass asks for it again. `settle` ends a pass: the top pass's
+    results are kept for good (the second run, hubs fixed as data parallel has them, runs at the
+    top again), a later pass's forgets what it did not use (on 16,384 GPUs the passes held
+    gigabytes they never read again)."""
 
     def __init__(self):
         self.results: dict[bytes, tuple] = {}
         self.edges: dict[bytes, tuple] = {}
         self._arrays: dict[tuple[int, int], tuple] = {}   # (id(mem), id(time)) -> (mem, time, options)
+        self._used: dict[tuple, int] = {}   # (attribute, key) -> the pass that last used it, or _KEPT
+        self._pass = 0
         self.reused = 0         # combines answered from `results`
         self.computed = 0       # combines computed
 
@@ -191,20 +200,49 @@ class Memo:
         """tables.edge_options of these arrays: found by the arrays themselves where a pass before
         asked of the same ones (the peak passes share the arrays their threshold leaves as they
         were), else by their content."""
-        held = self._arrays.get((id(mem), id(time)))
+        ids = (id(mem), id(time))
+        held = self._arrays.get(ids)
         if held is not None and held[0] is mem and held[1] is time:
+            self._use("_arrays", ids)
             return held[2]
         key = content_key(mem, time)
         found = self.edges.get(key)
         if found is None:
             found = self.edges[key] = edge_options(mem, time)
-        self._arrays[(id(mem), id(time))] = (mem, time, found)
+        self._arrays[ids] = (mem, time, found)
+        self._use("edges", key)
+        self._use("_arrays", ids)
         return found
 
     def get(self, key: bytes) -> tuple | None:
         found = self.results.get(key)
-        self.reused += found is not None
+        if found is not None:
+            self.reused += 1
+            self._use("results", key)
         return found
+
+    def put(self, key: bytes, found: tuple) -> None:
+        self.results[key] = found
+        self.computed += 1
+        self._use("results", key)
+
+    def settle(self, keep: bool) -> None:
+        """A pass ended: with `keep`, what is held now is kept for good; else what this pass did not
+        use is forgotten (what was kept for good stays)."""
+        if keep:
+            self._used = dict.fromkeys(self._used, _KEPT)
+        else:
+            for which, key in [entry for entry, at in self._used.items() if at != _KEPT and at < self._pass]:
+                del getattr(self, which)[key]
+                del self._used[(which, key)]
+        self._pass += 1
+
+    def _use(self, which: str, key) -> None:
+        if self._used.get((which, key)) != _KEPT:
+            self._used[(which, key)] = self._pass
+
+
+_KEPT = -1      # Memo._used: kept for good
 
 
 def combine(terms: Sequence[Term], out_sizes: Sequence[int], k_size: int | None = None,
@@ -224,8 +262,7 @@ def combine(terms: Sequence[Term], out_sizes: Sequence[int], k_size: int | None 
     if found is None:
         found = _combined_arrays(terms, final_shape, k_size, executor, resolution, max_width)
         if memo is not None:
-            memo.results[key] = found
-            memo.computed += 1
+            memo.put(key, found)
     mem, time, k_choice, slots = found
     return Combined(terms, node if k_size else None, mem, time, k_choice, slots, fixed, key)
 
@@ -262,12 +299,12 @@ def _combined_arrays(terms: list[Term], final_shape: tuple[int, ...], k_size: in
     if len(parts) == 1:                         # one box: the whole index, its arrays as they are
         m, t, kc, sl = parts[0]
         return (m.astype(float, copy=False).reshape(shape), t.astype(float, copy=False).reshape(shape),
-                kc.astype(np.int64, copy=False).reshape(shape), [s.astype(np.int64, copy=False).reshape(shape) for s in sl])
+                kc.reshape(shape), [s.reshape(shape) for s in sl])
     width = shape[-1]
     mem = np.full(sizes + (width,), INF)
     time = np.full(sizes + (width,), INF)
-    k_choice = np.full(sizes + (width,), -1, dtype=np.int64)
-    slots = [np.full(sizes + (width,), -1, dtype=np.int64) for _ in terms]
+    k_choice = np.full(sizes + (width,), -1, dtype=_index_dtype(k))
+    slots = [np.full(sizes + (width,), -1, dtype=_index_dtype(w)) for w in widths]
     for box, (m, t, kc, sl) in zip(boxes, parts):
         where = tuple(slice(a, b) for a, b in box)
         w = m.shape[-1]
@@ -378,13 +415,23 @@ def _combine_box(terms, sizes, k, widths, box, resolution, max_width):
 
 
 def _boxed(m, tm, src, rows, k, widths):
-    """A box's frontiers [rows, L] and source columns as (mem, time, k choice, per term slot)."""
+    """A box's frontiers [rows, L] and source columns as (mem, time, k choice, per term slot), the
+    choices in the least integer type that holds them (`_index_dtype`)."""
     valid = src >= 0
     coords = _unravelled(np.where(valid, src, 0), (k,) + tuple(widths))
-    k_choice = np.where(valid, coords[0], -1)
-    width = m.shape[-1]
-    return (m.reshape(rows + (width,)), tm.reshape(rows + (width,)), k_choice.reshape(rows + (width,)),
-            [np.where(valid, c, -1).reshape(rows + (width,)) for c in coords[1:]])
+    shape = rows + (m.shape[-1],)
+
+    def choices(column: np.ndarray, bound: int) -> np.ndarray:
+        return np.where(valid, column, -1).astype(_index_dtype(bound)).reshape(shape)
+
+    return (m.reshape(shape), tm.reshape(shape), choices(coords[0], k),
+            [choices(c, w) for c, w in zip(coords[1:], widths)])
+
+
+def _index_dtype(bound: int) -> type:
+    """The least signed integer type holding -1 .. bound - 1: a combine's choices (its k and each
+    term's slot) are most of what FT holds at once (on 16,384 GPUs, gigabytes as int64)."""
+    return np.int16 if bound <= 1 << 15 else np.int32 if bound <= 1 << 31 else np.int64
 
 
 def _unravelled(columns: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:

@@ -7,6 +7,7 @@ from stratagem.search.bruteforce import brute_force_frontier
 from stratagem.search.ft import FTOptions
 from stratagem.search.ft_peak import peak_frontier_tracking
 from stratagem.search.problem import CostProblem, EdgeCosts
+from stratagem.search.tables import Memo, content_key
 from tests.search.test_ft import problems
 
 
@@ -75,3 +76,61 @@ def test_a_pass_cap_says_the_frontier_is_not_exact():
     assert full.pairs == brute_force_frontier(problem).pairs() and full.stats["exact"]
     assert capped.pairs == [(100.0, 1.0)]
     assert capped.stats["peak_thresholds_left"] == 2 and not capped.stats["exact"]
+
+
+class _RecordingMemo(Memo):
+    """A memo that remembers what its passes forgot and what was asked of it after."""
+
+    def __init__(self):
+        super().__init__()
+        self.forgotten: set = set()
+        self.asked_after_forgotten: list = []
+
+    def get(self, key):
+        if key in self.forgotten:
+            self.asked_after_forgotten.append(key)
+        return super().get(key)
+
+    def edge_options(self, mem, time):
+        key = content_key(mem, time)
+        if key in self.forgotten:
+            self.asked_after_forgotten.append(key)
+        return super().edge_options(mem, time)
+
+    def settle(self, keep):
+        held = set(self.results) | set(self.edges)
+        super().settle(keep)
+        self.forgotten |= held - set(self.results) - set(self.edges)
+
+
+@settings(max_examples=120, deadline=None)
+@given(problems_with_transients())
+def test_a_pass_forgets_only_what_no_later_pass_asks_for(problem):
+    """Each pass masks at least what the one before masked: what a pass did not use is never
+    asked for again, and the top pass's results all serve a second run at the top (the planner's
+    run with hubs fixed as data parallel has them)."""
+    memo = _RecordingMemo()
+    result = peak_frontier_tracking(problem, FTOptions(workers=1), memo=memo)
+    assert result.pairs == brute_force_frontier(problem).pairs()
+    assert memo.asked_after_forgotten == []
+    computed = memo.computed
+    again = peak_frontier_tracking(problem, FTOptions(workers=1, peak_passes=1), memo=memo)
+    assert memo.computed == computed and memo.asked_after_forgotten == []
+    assert again.pairs == peak_frontier_tracking(problem, FTOptions(workers=1, peak_passes=1)).pairs
+
+
+def test_settle_keeps_the_top_pass_and_what_a_later_pass_used():
+    memo = Memo()
+    top, used, unused, new = (bytes([i]) * 16 for i in range(4))
+    memo.put(top, ("top",))
+    memo.settle(keep=True)
+    memo.put(used, ("used",))
+    memo.put(unused, ("unused",))
+    memo.settle(keep=False)
+    assert set(memo.results) == {top, used, unused}
+    assert memo.get(used) == ("used",)
+    memo.put(new, ("new",))
+    memo.settle(keep=False)
+    assert set(memo.results) == {top, used, new}
+    memo.settle(keep=False)
+    assert set(memo.results) == {top}

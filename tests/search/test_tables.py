@@ -3,6 +3,7 @@ reuse a repeated layer's reductions; unrolling every point at once gives what un
 does (FT itself: test_ft.py)."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from stratagem.frontend import zoo
@@ -10,7 +11,7 @@ from stratagem.search import ft
 from stratagem.search.context import context
 from stratagem.search.ft import FTOptions
 from stratagem.search.space import build_search_space
-from stratagem.search.tables import Memo, _index_maker, _resolve, content_key, edge_options, unroll_all
+from stratagem.search.tables import Memo, _index_dtype, _index_maker, _resolve, content_key, edge_options, unroll_all
 from tests.search.test_ft import problems
 
 
@@ -109,3 +110,12 @@ def _last_table(problem, options):
     finally:
         ft.unroll_all = original
     return captured[-1]
+
+
+@pytest.mark.parametrize("bound", [1, 2, 1 << 15, (1 << 15) + 1, 1 << 31, (1 << 31) + 1])
+def test_choices_are_held_in_the_least_integer_type_that_holds_them(bound):
+    """-1 (no choice) and bound - 1 fit; no smaller of int16, int32, int64 would hold bound - 1."""
+    chosen = np.dtype(_index_dtype(bound))
+    assert np.iinfo(chosen).min <= -1 and np.iinfo(chosen).max >= bound - 1
+    smaller = [d for d in (np.int16, np.int32, np.int64) if np.dtype(d).itemsize < chosen.itemsize]
+    assert all(np.iinfo(d).max < bound - 1 for d in smaller)
