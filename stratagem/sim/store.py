@@ -99,8 +99,9 @@ class _Pool:
         return self.data[self.ptr[owner]: self.ptr[owner] + self.cnt[owner]]
 
     @classmethod
-    def with_counts(cls, counts: np.ndarray, slack: float = 0.0) -> "_Pool":
-        """Segments of `counts` entries (and `slack` of spare room), their values still -1."""
+    def with_counts(cls, counts: np.ndarray, slack: float = 0.0, data: np.ndarray | None = None) -> "_Pool":
+        """Segments of `counts` entries (and `slack` of spare room), their values still -1; or,
+        given `data` of exactly their entries (no slack), those values, adopted without a copy."""
         pool = cls(len(counts), 16)
         counts = counts.astype(np.int64)
         spare = np.maximum((counts * slack).astype(np.int64), 0) + (2 if slack else 0)
@@ -109,15 +110,22 @@ class _Pool:
         pool.ptr = (ends - cap).astype(np.int64)
         pool.cnt, pool.cap = counts.copy(), cap.astype(np.int64)
         pool.used = int(ends[-1]) if len(ends) else 0
-        pool.data = np.full(max(pool.used, 16), -1, dtype=np.int64)
+        if data is not None and not slack and len(data) == pool.used and len(data) >= 16:
+            pool.data = np.ascontiguousarray(data, dtype=np.int64)
+        else:
+            pool.data = np.full(max(pool.used, 16), -1, dtype=np.int64)
+            if data is not None:
+                pool.data[:len(data)] = data
         return pool
 
     @classmethod
     def from_csr(cls, counts: np.ndarray, values: np.ndarray, slack: float = 0.0) -> "_Pool":
+        """Owner o's values are the next counts[o] of `values`. Without slack the segments lie
+        as they do in `values`, and the pool takes it as its data: the caller hands it over (a
+        task graph's resources on 16,384 GPUs are gigabytes)."""
+        if not slack:
+            return cls.with_counts(np.asarray(counts), data=np.asarray(values))
         pool = cls.with_counts(counts, slack)
-        if not slack:                                   # no room between segments: values as they are
-            pool.data[:len(values)] = values
-            return pool
         # value j of owner o goes to ptr[o] + (j - offset[o]) = j + (spare before o)
         spare = pool.cap - pool.cnt
         before = np.cumsum(spare) - spare
@@ -370,7 +378,7 @@ class TaskStore:
         n = self.n
         counts = engine.count_per_resource(self.num_resources, self.alive[:n], self.res.ptr[:n],
                                            self.res.cnt[:n], self.res.data)
-        self.order = _Pool.from_csr(counts, np.zeros(int(counts.sum()), dtype=np.int64), slack=0.5)
+        self.order = _Pool.with_counts(counts, slack=0.5)     # the simulation fills each resource's order
         done = engine.full_simulation(self.alive[:n], self.duration[:n], self.topo[:n], self.res.ptr[:n],
                                       self.res.cnt[:n], self.res.data, self.pred.cnt[:n].copy(),
                                       self.succ.ptr[:n], self.succ.cnt[:n], self.succ.data,
