@@ -200,14 +200,17 @@ def _union_of_products(a_mem, a_time, b_mem, b_time, max_width):  # pragma: no c
     stair_mem, stair_time = np.empty(n + 1), np.empty(n + 1)
     merged_mem, merged_time = np.empty(n + 1), np.empty(n + 1)
     front = np.empty(n, dtype=np.int64)
+    order, scratch = np.empty(max(n, ks), dtype=np.int64), np.empty(max(n, ks), dtype=np.int64)
+    by_ideal = np.empty(ks, dtype=np.int64)
+    no_ties = np.empty(0, dtype=np.int64)
     for h in range(rows_a):
         for j in range(cols_b):
             for k in range(ks):
                 ideal_mem[k] = a_least[h, k, 0] + b_least[k, j, 0]
                 ideal_time[k] = a_least[h, k, 1] + b_least[k, j, 1]
-            order = np.argsort(ideal_time, kind="mergesort")
+            sort_indices(ideal_time, no_ties, 0, ks, by_ideal, scratch)
             c, steps = 0, 0
-            for k in order:
+            for k in by_ideal:
                 if not (np.isfinite(ideal_mem[k]) and np.isfinite(ideal_time[k])):
                     continue
                 if _beaten(stair_mem, stair_time, steps, ideal_mem[k], ideal_time[k]):
@@ -225,10 +228,10 @@ def _union_of_products(a_mem, a_time, b_mem, b_time, max_width):  # pragma: no c
                         cand_mem[c], cand_time[c], cand_col[c] = m, t, (k * wa + a) * wb + b
                         c += 1
                     if c > first:
-                        steps = _merge_stair(stair_mem, stair_time, steps, cand_mem[first:c], cand_time[first:c],
-                                             merged_mem, merged_time)
+                        steps = _merge_stair(stair_mem, stair_time, steps, cand_mem, cand_time, cand_col, first, c,
+                                             merged_mem, merged_time, order, scratch)
             row = h * cols_b + j
-            count = _exact_front(cand_mem, cand_time, cand_col, c, front)
+            count = _exact_front(cand_mem, cand_time, cand_col, c, front, order, scratch)
             counts[row] = write_front(kept, out_mem, out_time, row, front, count, max_width, cand_col, cand_mem,
                                       cand_time)
     return kept, out_mem, out_time, counts
@@ -290,16 +293,20 @@ def _beaten(stair_mem, stair_time, steps, m, t):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _merge_stair(stair_mem, stair_time, steps, new_mem, new_time, merged_mem, merged_time):  # pragma: no cover
-    """The staircase of the old steps and the new candidates; its number of steps."""
-    order = np.argsort(new_mem, kind="mergesort")
+def _merge_stair(stair_mem, stair_time, steps, cand_mem, cand_time, cand_col, first, end, merged_mem, merged_time,
+                 order, scratch):  # pragma: no cover - compiled
+    """The staircase of the old steps and the candidates first..end-1; its number of steps.
+    `order`, `scratch`: room for sorting them (nothing is allocated per call); of equal memory
+    the least time is kept, whatever their order (by column)."""
+    sort_indices(cand_mem, cand_col, first, end, order, scratch)
+    count = end - first
     i, o, total, least = 0, 0, 0, np.inf
-    while i < steps or o < len(order):
-        if o >= len(order) or (i < steps and stair_mem[i] <= new_mem[order[o]]):
+    while i < steps or o < count:
+        if o >= count or (i < steps and stair_mem[i] <= cand_mem[order[o]]):
             m, t = stair_mem[i], stair_time[i]
             i += 1
         else:
-            m, t = new_mem[order[o]], new_time[order[o]]
+            m, t = cand_mem[order[o]], cand_time[order[o]]
             o += 1
         if t < least:
             least = t
@@ -314,15 +321,68 @@ def _merge_stair(stair_mem, stair_time, steps, new_mem, new_time, merged_mem, me
 
 
 @njit(cache=True, nogil=True)
-def _exact_front(mem, time, col, count, front):  # pragma: no cover - compiled
+def sort_indices(keys, ties, first, end, order, scratch):  # pragma: no cover - compiled
+    """order[:end - first] = the indices first..end-1 sorted by keys ascending, equal keys by
+    `ties` (or by index where `ties` is empty: np.argsort(keys[first:end], kind="mergesort") +
+    first), without allocating: insertion sort on runs of 16, then merges between `order` and
+    `scratch` (each at least end - first long). The kernels sort per row of output, millions of
+    times a plan; NumPy's argsort allocates each time."""
+    n = end - first
+    for i in range(n):
+        order[i] = first + i
+    run = 16
+    for lo in range(0, n, run):
+        hi = min(lo + run, n)
+        for i in range(lo + 1, hi):
+            x = order[i]
+            j = i - 1
+            while j >= lo and _after(keys, ties, order[j], x):
+                order[j + 1] = order[j]
+                j -= 1
+            order[j + 1] = x
+    width, in_order = run, True
+    while width < n:
+        src, dst = (order, scratch) if in_order else (scratch, order)
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            i, j, o = lo, mid, lo
+            while i < mid and j < hi:
+                if _after(keys, ties, src[i], src[j]):
+                    dst[o] = src[j]
+                    j += 1
+                else:
+                    dst[o] = src[i]
+                    i += 1
+                o += 1
+            while i < mid:
+                dst[o] = src[i]
+                i += 1
+                o += 1
+            while j < hi:
+                dst[o] = src[j]
+                j += 1
+                o += 1
+        in_order = not in_order
+        width *= 2
+    if not in_order:
+        order[:n] = scratch[:n]
+
+
+@njit(cache=True, nogil=True)
+def _after(keys, ties, a, b):  # pragma: no cover - compiled
+    """Whether index a sorts after index b: a larger key, or an equal key and a larger tie (index)."""
+    if keys[a] != keys[b]:
+        return keys[a] > keys[b]
+    return ties[a] > ties[b] if len(ties) else a > b
+
+
+@njit(cache=True, nogil=True)
+def _exact_front(mem, time, col, count, front, order, scratch):  # pragma: no cover - compiled
     """Algorithm 1 on the first `count` candidates with reduce_rows' tie rule (groups of equal
     memory in column order; a group's fastest, lowest column on a tie, survives iff its time is
-    below every earlier group's): their indices, memory ascending, in `front`; their number."""
-    keys = np.empty(count)
-    for i in range(count):
-        keys[i] = mem[i]
-    by_col = np.argsort(col[:count], kind="mergesort")
-    order = by_col[np.argsort(keys[by_col], kind="mergesort")]
+    below every earlier group's): their indices, memory ascending, in `front`; their number.
+    `order`, `scratch`: room for sorting them."""
+    sort_indices(mem, col, 0, count, order, scratch)
     best, c, i = np.inf, 0, 0
     while i < count:
         group = mem[order[i]]

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from stratagem.search.frontier import _beaten, _last_at_most, least_of_rows, write_front
+from stratagem.search.frontier import _beaten, _last_at_most, least_of_rows, sort_indices, write_front
 
 MAX_TERMS = 3
 
@@ -132,6 +132,8 @@ def _union_of_terms(m0, t0, l0, m1, t1, l1, m2, t2, l2, coefs, bases, starts, si
     new_mem, new_time = np.empty(added), np.empty(added)
     new_col = np.empty(added, dtype=np.int64)
     front = np.empty(n + 1, dtype=np.int64)
+    sorted_at, scratch = np.empty(max(added, ks), dtype=np.int64), np.empty(max(added, ks), dtype=np.int64)
+    no_ties = np.empty(0, dtype=np.int64)
     at = np.empty(3, dtype=np.int64)                 # each term's row at k = 0
     for row in range(rows):
         rest = row
@@ -148,7 +150,7 @@ def _union_of_terms(m0, t0, l0, m1, t1, l1, m2, t2, l2, coefs, bases, starts, si
                 r0, r1, r2 = at[0] + coefs[0, dims] * k, at[1] + coefs[1, dims] * k, at[2] + coefs[2, dims] * k
                 ideal_mem[k] = l0[r0, 0] + l1[r1, 0] + (0.0 if last_later else l2[r2, 0])
                 ideal_time[k] = l0[r0, 1] + l1[r1, 1] + (0.0 if last_later else l2[r2, 1])
-            order = np.argsort(ideal_time, kind="mergesort")
+            sort_indices(ideal_time, no_ties, 0, ks, order, scratch)
         steps = 0
         for k in order:
             r0, r1, r2 = at[0] + coefs[0, dims] * k, at[1] + coefs[1, dims] * k, at[2] + coefs[2, dims] * k
@@ -183,7 +185,7 @@ def _union_of_terms(m0, t0, l0, m1, t1, l1, m2, t2, l2, coefs, bases, starts, si
                             new_mem[c], new_time[c], new_col[c] = m, t, ((k * w0 + a) * w1 + b) * inner + e
                             c += 1
             steps = _merged(union_mem, union_time, union_col, steps, new_mem, new_time, new_col, c,
-                            merged_mem, merged_time, merged_col)
+                            merged_mem, merged_time, merged_col, sorted_at, scratch)
         if last_later:             # the union's staircase plus each of T_2's tuples
             c = 0
             for s in range(steps):
@@ -193,7 +195,7 @@ def _union_of_terms(m0, t0, l0, m1, t1, l1, m2, t2, l2, coefs, bases, starts, si
                         new_mem[c], new_time[c], new_col[c] = m, t, union_col[s] * w2 + e
                         c += 1
             steps = _merged(stair_mem, stair_time, stair_col, 0, new_mem, new_time, new_col, c,
-                            merged_mem, merged_time, merged_col)
+                            merged_mem, merged_time, merged_col, sorted_at, scratch)
             _write_staircase(kept, out_mem, out_time, counts, row, front, steps, max_width, stair_col, stair_mem,
                            stair_time)
         else:
@@ -213,13 +215,13 @@ def _write_staircase(kept, out_mem, out_time, counts, row, front, steps, max_wid
 
 @njit(cache=True, nogil=True)
 def _merged(stair_mem, stair_time, stair_col, steps, new_mem, new_time, new_col, count, merged_mem,
-            merged_time, merged_col):  # pragma: no cover - compiled
+            merged_time, merged_col, order, scratch):  # pragma: no cover - compiled
     """The staircase (memory ascending, time strictly descending) of its `steps` steps and `count`
     new candidates, in place: Algorithm 1 with reduce_rows' tie rule (of equal memory the
     fastest, of equal memory and time the lowest column). Its number of steps."""
     if count == 0:
         return steps
-    order = np.argsort(new_mem[:count], kind="mergesort")
+    sort_indices(new_mem, new_col, 0, count, order, scratch)     # a group's order is no matter: its best is taken
     i, o, total, least = 0, 0, 0, np.inf
     while i < steps or o < count:
         m = stair_mem[i] if o >= count or (i < steps and stair_mem[i] <= new_mem[order[o]]) else new_mem[order[o]]

@@ -1,7 +1,7 @@
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from stratagem.search.frontier import Frontier, is_frontier, memory_buckets, reduce_rows, union_of_products
+from stratagem.search.frontier import Frontier, is_frontier, memory_buckets, reduce_rows, sort_indices, union_of_products
 
 
 def dominated(m, t, mem, time):
@@ -107,3 +107,19 @@ def test_union_of_products_equals_reducing_every_candidate(h, k, j, wa, wb, max_
     found = union_of_products(a_mem, a_time, b_mem, b_time, max_width)
     for e, f in zip(expected, found):
         np.testing.assert_array_equal(e, f)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 1.0, 2.5, 3.0, np.inf]), max_size=90), st.integers(0, 10), st.booleans(),
+       st.randoms(use_true_random=False))
+def test_indices_sort_as_numpys_stable_argsort_and_by_ties(values, skip, with_ties, random):
+    """sort_indices over keys[first:end]: equal to np.argsort(kind="mergesort") + first without
+    ties, to np.lexsort((ties, keys)) + first with them (runs of 16 and merges past them)."""
+    keys = np.array(values, dtype=float)
+    first = min(skip, len(keys))
+    ties = np.array(random.sample(range(1000), len(keys)), dtype=np.int64) if with_ties else np.empty(0, np.int64)
+    order, scratch = np.full(len(keys) + 1, -7, dtype=np.int64), np.full(len(keys) + 1, -7, dtype=np.int64)
+    sort_indices(keys, ties, first, len(keys), order, scratch)
+    part = keys[first:]
+    expected = (np.lexsort((ties[first:], part)) if with_ties else np.argsort(part, kind="mergesort")) + first
+    assert order[:len(part)].tolist() == expected.tolist()
