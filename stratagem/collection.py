@@ -1,4 +1,4 @@
-"""Python's cyclic garbage collector, run less often while planning; freed memory handed back.
+"""Python's cyclic garbage collector, run less often while planning.
 
 Planning makes millions of small objects (tasks, layouts, table rows), nearly all freed by
 reference counting; with CPython's default thresholds (700, 10, 10) a full collection over
@@ -6,17 +6,11 @@ everything the cost model keeps runs every few hundred thousand of them: a third
 of building the Transformer's task graph at 64 devices. Inside `fewer_collections` the
 thresholds are raised (a young collection every 100,000 objects); they are restored on the way
 out, so a program that imports stratagem keeps its own.
-
-`release_freed_memory` hands the pages of freed heap blocks back to the system (glibc's
-`malloc_trim`). NumPy arrays smaller than glibc's mmap threshold, which rises to 32 MiB as large
-blocks are freed, live on the heap, and freeing them leaves their pages with the process: FT's
-memo on 16,384 GPUs (5 GB, dropped when FT returns) stayed resident under the simulation after it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
 from collections.abc import Iterator
 
@@ -33,11 +27,4 @@ def fewer_collections() -> Iterator[None]:
         gc.set_threshold(*before)
 
 
-def release_freed_memory() -> None:
-    """malloc_trim(0) where the C library has it (glibc); elsewhere nothing."""
-    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
-    if trim is not None:
-        trim(0)
-
-
-__all__ = ["fewer_collections", "release_freed_memory"]
+__all__ = ["fewer_collections"]

@@ -11,6 +11,11 @@ NumPy asks for huge pages) and M_TRIM_THRESHOLD to 64 MiB: a process that simula
 64 MiB of freed memory at the heap's top for its next arrays. Process-wide and idempotent; left
 alone where the environment sets glibc's own MALLOC_MMAP_THRESHOLD_ or MALLOC_TRIM_THRESHOLD_, or
 STRATAGEM_KEEP_FREED_MEMORY=0, and off glibc.
+
+`release_freed_memory()` hands the pages of the heap's free blocks back to the system (glibc's
+malloc_trim), wherever they lie: arrays under the mmap threshold stay resident when freed. FT's
+memo on 16,384 GPUs holds gigabytes of such arrays until FT returns; released, they are not under
+the simulations that follow (peak RSS 8.8 -> 5.4 GB with the memo's other savings).
 """
 
 from __future__ import annotations
@@ -38,4 +43,11 @@ def keep_freed_memory() -> bool:
     return mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) == 1 and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES) == 1
 
 
-__all__ = ["keep_freed_memory"]
+def release_freed_memory() -> None:
+    """malloc_trim(0) where the C library has it (glibc); elsewhere nothing."""
+    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    if trim is not None:
+        trim(0)
+
+
+__all__ = ["keep_freed_memory", "release_freed_memory"]

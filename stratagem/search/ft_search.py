@@ -21,7 +21,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from stratagem.collection import fewer_collections, release_freed_memory
+from stratagem.collection import fewer_collections
+from stratagem.heap import release_freed_memory
 from stratagem.errors import ConfigError
 from stratagem.plan import Frontier, Plan
 from stratagem.search.bounds import busy_bound, busy_resources
