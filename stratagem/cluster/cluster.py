@@ -52,6 +52,7 @@ class Cluster:
         self._weights: dict[tuple[int, int], float] = {}
         self._channels: dict[tuple[int, ...], Channels] = {}
         self._plans: dict[tuple[str, Groups], CollectivePlan] = {}
+        self._bottlenecks: dict[tuple, tuple] = {}     # collectives.flat_algorithms' memo
         self._checked: dict[tuple[str, Groups], Groups] = {}
         self._transfer_times: dict[tuple, float] = {}
 
@@ -216,7 +217,7 @@ class Cluster:
             return Estimate(self.comm_table.time_s(kind, num_bytes, key), "measured", "-", "table")
         plan = self._plans.get((kind, key))
         if plan is None:
-            plan = self._plans[(kind, key)] = plan_collective(self, kind, key)
+            plan = self._plans[(kind, key)] = plan_collective(self, kind, key, self._bottlenecks)
         return estimate(plan, num_bytes, self.spec.protocols, self.spec.reduction_s_per_byte)
 
     def host_transfer_time_s(self, num_bytes: float) -> float:

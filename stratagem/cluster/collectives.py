@@ -36,9 +36,9 @@ flat algorithm and protocol. `estimate` returns the minimum over everything, as 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol as TypingProtocol
+from typing import Any, Protocol as TypingProtocol
 
 import numpy as np
 
@@ -134,27 +134,53 @@ def _parts(view: TopologyView, group: Sequence[int]) -> list[list[int]]:
     return [items[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
-def flat_algorithms(view: TopologyView, kind: str, groups: Groups) -> tuple[AlgorithmParams, ...]:
-    """Each flat algorithm's parameters; flows worked out once per shape of group (cluster.flowsets)."""
+def flat_algorithms(view: TopologyView, kind: str, groups: Groups,
+                    memo: dict | None = None) -> tuple[AlgorithmParams, ...]:
+    """Each flat algorithm's parameters; flows worked out once per shape of group (cluster.flowsets).
+    `memo`: the bottlenecks of rings and trees by groups, shared by the kinds that run them (an
+    all-reduce, all-gather and reduce-scatter on the same groups run the same ring; the
+    hierarchical phases' intra- and inter-node groups recur across kinds)."""
+    memo = {} if memo is None else memo
     p = len(groups[0])
-    shapes = Shapes(groups, view.devices_per_node)
+    made: list[Shapes] = []
+
+    def shapes() -> Shapes:
+        if not made:
+            made.append(Shapes(groups, view.devices_per_node))
+        return made[0]
+
     if kind == "send_recv":
-        return (_params(view, "direct", shapes.flows(shapes.each(lambda g: ((g[0], g[1], 1.0),))), 1, 1.0, 0.0),)
+        return (_params(view, "direct", shapes().flows(shapes().each(lambda g: ((g[0], g[1], 1.0),))), 1, 1.0, 0.0),)
     if kind == "all_to_all":
-        return (_pairwise(view, groups, shapes, p),)
-    channels = shapes.each(view.ring_channels)
-    trees = shapes.each(lambda g: tree_edges(_parts(view, g)))
-    depth = max(d for _, d in trees)
+        return (_pairwise(view, groups, shapes(), p),)
     if kind == "broadcast":
-        chains = [chain_flows(_rotate(c[0][0], min(g))) for c, g in zip(channels, shapes.shapes)]
-        return (_params(view, "chain", shapes.flows(chains), p - 1, 1.0, 0.0),
-                _params(view, "tree", shapes.flows([reverse(f) for f, _ in trees]), depth, 1.0, 0.0))
-    rings = shapes.flows([ring_flows(c) for c in channels])
+        channels = shapes().each(view.ring_channels)
+        trees = shapes().each(lambda g: tree_edges(_parts(view, g)))
+        depth = max(d for _, d in trees)
+        chains = [chain_flows(_rotate(c[0][0], min(g))) for c, g in zip(channels, shapes().shapes)]
+        return (_params(view, "chain", shapes().flows(chains), p - 1, 1.0, 0.0),
+                _params(view, "tree", shapes().flows([reverse(f) for f, _ in trees]), depth, 1.0, 0.0))
+    ring = _remembered(memo, ("ring", groups), lambda: bottleneck(
+        view, shapes().flows([ring_flows(c) for c in shapes().each(view.ring_channels)])))
     if kind == "all_reduce":
-        return (_params(view, "ring", rings, 2 * (p - 1), 2 * (p - 1) / p, (p - 1) / p),
-                _params(view, "tree", shapes.flows([f for f, _ in trees]), 2 * depth, 2.0, 1.0))
+        depth, tree = _remembered(memo, ("tree", groups), lambda: _tree_bottleneck(view, shapes()))
+        return (AlgorithmParams("ring", 2 * (p - 1), *ring, 2 * (p - 1) / p, (p - 1) / p),
+                AlgorithmParams("tree", 2 * depth, *tree, 2.0, 1.0))
     reduction = (p - 1) / p if kind == "reduce_scatter" else 0.0
-    return (_params(view, "ring", rings, p - 1, (p - 1) / p, reduction),)
+    return (AlgorithmParams("ring", p - 1, *ring, (p - 1) / p, reduction),)
+
+
+def _tree_bottleneck(view: TopologyView, shapes: Shapes) -> tuple[int, tuple[float, float]]:
+    """(depth, bottleneck) of the groups' trees, flows leaf to root."""
+    trees = shapes.each(lambda g: tree_edges(_parts(view, g)))
+    return max(d for _, d in trees), bottleneck(view, shapes.flows([f for f, _ in trees]))
+
+
+def _remembered(memo: dict, key: tuple, make: Callable[[], Any]) -> Any:
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = make()
+    return found
 
 
 def _pairwise(view: TopologyView, groups: Groups, shapes: Shapes, p: int) -> AlgorithmParams:
@@ -179,7 +205,8 @@ _HIERARCHY = {
 }
 
 
-def hierarchical_phases(view: TopologyView, kind: str, groups: Groups) -> tuple[Phase, ...] | None:
+def hierarchical_phases(view: TopologyView, kind: str, groups: Groups,
+                        memo: dict | None = None) -> tuple[Phase, ...] | None:
     if kind not in _HIERARCHY:
         return None
     split = [_parts(view, g) for g in groups]
@@ -190,12 +217,15 @@ def hierarchical_phases(view: TopologyView, kind: str, groups: Groups) -> tuple[
     intra = tuple(tuple(part) for parts in split for part in parts)
     inter = tuple(tuple(part[j] for part in parts) for parts in split for j in range(m))
     return tuple(Phase(phase_kind, 1.0 / m if scaled else 1.0,
-                       flat_algorithms(view, phase_kind, intra if level == "intra" else inter))
+                       flat_algorithms(view, phase_kind, intra if level == "intra" else inter, memo))
                  for phase_kind, level, scaled in _HIERARCHY[kind])
 
 
-def plan_collective(view: TopologyView, kind: str, groups: Groups) -> CollectivePlan:
-    return CollectivePlan(flat_algorithms(view, kind, groups), hierarchical_phases(view, kind, groups))
+def plan_collective(view: TopologyView, kind: str, groups: Groups, memo: dict | None = None) -> CollectivePlan:
+    """The flat algorithms and hierarchical phases of `kind` on `groups`; `memo` as flat_algorithms'
+    (the caller's, kept across calls)."""
+    memo = {} if memo is None else memo
+    return CollectivePlan(flat_algorithms(view, kind, groups, memo), hierarchical_phases(view, kind, groups, memo))
 
 
 def _best(options: Sequence[AlgorithmParams], num_bytes: float, protocols: Sequence[Protocol],

@@ -122,3 +122,24 @@ def test_time_grows_with_size_and_concurrency_never_helps(kind, p, n):
 
 def test_single_device_groups_cost_nothing():
     assert load("v100-2x8").concurrent_collective_time_s("all_reduce", GiB, [(0,), (1,)]) == 0.0
+
+
+@pytest.mark.parametrize("name", ["v100-2x8", "a100-4x8", "h100-2048x8-leafspine"])
+def test_plans_sharing_their_bottlenecks_equal_plans_made_alone(name):
+    """Every kind on every axis of several meshes, planned in turn with one memo (the cluster's
+    way: an all-reduce, all-gather and reduce-scatter share a ring, the hierarchical phases their
+    intra- and inter-node groups), equals each planned with a memo of its own."""
+    from stratagem.cluster.collectives import plan_collective
+    from stratagem.space.placement import REPLICATE
+    from stratagem.space.tensor_layout import TensorLayout
+    cluster = load(name)
+    shared: dict = {}
+    meshes = [(2, 16), (4, 8), (8, 4), (32,), (2, 2, 8)] if cluster.num_devices >= 32 else [(2, 8), (16,), (4, 4)]
+    for mesh in meshes:
+        layout = TensorLayout(0, mesh, (REPLICATE,) * len(mesh))
+        for axes in [(a,) for a in range(len(mesh))] + [tuple(range(len(mesh)))]:
+            groups = tuple(tuple(g) for g in layout.axis_groups(axes))
+            if len(groups[0]) < 2:
+                continue
+            for kind in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all"):
+                assert plan_collective(cluster, kind, groups, shared) == plan_collective(cluster, kind, groups)
