@@ -245,12 +245,14 @@ class Cluster:
         """The groups sorted and checked (`_check_groups`), once per tuple of groups: the cost model
         prices one step's groups at many sizes, and on a large cluster they hold every device.
         Groups already sorted are kept as they are (the plans' key then hashes as theirs did)."""
-        cacheable = isinstance(groups, tuple) and all(isinstance(g, tuple) for g in groups)
-        found = self._checked.get((kind, groups)) if cacheable else None
-        if found is None:
+        try:
+            found = self._checked.get((kind, groups)) if isinstance(groups, tuple) else None
+        except TypeError:                # a tuple of lists
+            found = None
+        if found is None:                # only tuples of tuples are kept: a tuple of ranges never equals one
             found = normalize_groups(groups)
             self._check_groups(kind, found)
-            if cacheable:
+            if isinstance(groups, tuple) and all(isinstance(g, tuple) for g in groups):
                 found = groups if found == groups else found
                 self._checked[(kind, groups)] = found
         return found

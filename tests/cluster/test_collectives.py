@@ -143,3 +143,16 @@ def test_plans_sharing_their_bottlenecks_equal_plans_made_alone(name):
                 continue
             for kind in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all"):
                 assert plan_collective(cluster, kind, groups, shared) == plan_collective(cluster, kind, groups)
+
+
+def test_groups_as_tuples_of_lists_or_ranges_price_as_tuples_do():
+    """A tuple of lists cannot key the cluster's caches and a tuple of ranges never equals a tuple of
+    tuples: both are sorted and checked afresh, and price as the tuple of tuples does, before
+    and after it is cached."""
+    cluster = load("v100-2x8")
+    plain = ((0, 1, 2, 3), (4, 5, 6, 7))
+    for groups in ([[3, 2, 1, 0], [4, 5, 6, 7]], ([3, 2, 1, 0], [7, 6, 5, 4]), (range(4), range(4, 8)), plain, plain):
+        assert cluster.concurrent_collective_time_s("all_reduce", 1e8, groups) == \
+            load("v100-2x8").concurrent_collective_time_s("all_reduce", 1e8, plain)
+    with pytest.raises(Exception, match="disjoint"):
+        cluster.concurrent_collective_time_s("all_reduce", 1e8, ([0, 1], [1, 2]))
