@@ -36,9 +36,9 @@ flat algorithm and protocol. `estimate` returns the minimum over everything, as 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol as TypingProtocol
+from typing import Protocol as TypingProtocol
 
 import numpy as np
 
@@ -137,50 +137,44 @@ def _parts(view: TopologyView, group: Sequence[int]) -> list[list[int]]:
 def flat_algorithms(view: TopologyView, kind: str, groups: Groups,
                     memo: dict | None = None) -> tuple[AlgorithmParams, ...]:
     """Each flat algorithm's parameters; flows worked out once per shape of group (cluster.flowsets).
-    `memo`: the bottlenecks of rings and trees by groups, shared by the kinds that run them (an
-    all-reduce, all-gather and reduce-scatter on the same groups run the same ring; the
-    hierarchical phases' intra- and inter-node groups recur across kinds)."""
-    memo = {} if memo is None else memo
+    `memo`: the bottlenecks of rings and trees by groups (`_shared_bottlenecks`)."""
     p = len(groups[0])
-    made: list[Shapes] = []
-
-    def shapes() -> Shapes:
-        if not made:
-            made.append(Shapes(groups, view.devices_per_node))
-        return made[0]
-
+    if kind in ("all_reduce", "all_gather", "reduce_scatter"):
+        ring, tree = _shared_bottlenecks(view, groups, {} if memo is None else memo, kind == "all_reduce")
+        if kind == "all_reduce":
+            depth, tree_bottleneck = tree
+            return (AlgorithmParams("ring", 2 * (p - 1), *ring, 2 * (p - 1) / p, (p - 1) / p),
+                    AlgorithmParams("tree", 2 * depth, *tree_bottleneck, 2.0, 1.0))
+        reduction = (p - 1) / p if kind == "reduce_scatter" else 0.0
+        return (AlgorithmParams("ring", p - 1, *ring, (p - 1) / p, reduction),)
+    shapes = Shapes(groups, view.devices_per_node)
     if kind == "send_recv":
-        return (_params(view, "direct", shapes().flows(shapes().each(lambda g: ((g[0], g[1], 1.0),))), 1, 1.0, 0.0),)
+        return (_params(view, "direct", shapes.flows(shapes.each(lambda g: ((g[0], g[1], 1.0),))), 1, 1.0, 0.0),)
     if kind == "all_to_all":
-        return (_pairwise(view, groups, shapes(), p),)
-    if kind == "broadcast":
-        channels = shapes().each(view.ring_channels)
-        trees = shapes().each(lambda g: tree_edges(_parts(view, g)))
-        depth = max(d for _, d in trees)
-        chains = [chain_flows(_rotate(c[0][0], min(g))) for c, g in zip(channels, shapes().shapes)]
-        return (_params(view, "chain", shapes().flows(chains), p - 1, 1.0, 0.0),
-                _params(view, "tree", shapes().flows([reverse(f) for f, _ in trees]), depth, 1.0, 0.0))
-    ring = _remembered(memo, ("ring", groups), lambda: bottleneck(
-        view, shapes().flows([ring_flows(c) for c in shapes().each(view.ring_channels)])))
-    if kind == "all_reduce":
-        depth, tree = _remembered(memo, ("tree", groups), lambda: _tree_bottleneck(view, shapes()))
-        return (AlgorithmParams("ring", 2 * (p - 1), *ring, 2 * (p - 1) / p, (p - 1) / p),
-                AlgorithmParams("tree", 2 * depth, *tree, 2.0, 1.0))
-    reduction = (p - 1) / p if kind == "reduce_scatter" else 0.0
-    return (AlgorithmParams("ring", p - 1, *ring, (p - 1) / p, reduction),)
-
-
-def _tree_bottleneck(view: TopologyView, shapes: Shapes) -> tuple[int, tuple[float, float]]:
-    """(depth, bottleneck) of the groups' trees, flows leaf to root."""
+        return (_pairwise(view, groups, shapes, p),)
+    channels = shapes.each(view.ring_channels)
     trees = shapes.each(lambda g: tree_edges(_parts(view, g)))
-    return max(d for _, d in trees), bottleneck(view, shapes.flows([f for f, _ in trees]))
+    depth = max(d for _, d in trees)
+    chains = [chain_flows(_rotate(c[0][0], min(g))) for c, g in zip(channels, shapes.shapes)]
+    return (_params(view, "chain", shapes.flows(chains), p - 1, 1.0, 0.0),
+            _params(view, "tree", shapes.flows([reverse(f) for f, _ in trees]), depth, 1.0, 0.0))
 
 
-def _remembered(memo: dict, key: tuple, make: Callable[[], Any]) -> Any:
-    found = memo.get(key)
-    if found is None:
-        found = memo[key] = make()
-    return found
+def _shared_bottlenecks(view: TopologyView, groups: Groups, memo: dict, with_tree: bool) -> tuple:
+    """(ring bottleneck, (tree depth, tree bottleneck) or None), each worked out once per groups in
+    `memo`: an all-reduce, all-gather and reduce-scatter on the same groups run the same ring, and
+    the hierarchical phases' intra- and inter-node groups recur across kinds."""
+    ring, tree = memo.get(("ring", groups)), memo.get(("tree", groups)) if with_tree else None
+    if ring is None or (with_tree and tree is None):
+        shapes = Shapes(groups, view.devices_per_node)
+        if ring is None:
+            ring = memo[("ring", groups)] = bottleneck(
+                view, shapes.flows([ring_flows(c) for c in shapes.each(view.ring_channels)]))
+        if with_tree and tree is None:
+            trees = shapes.each(lambda g: tree_edges(_parts(view, g)))
+            tree = memo[("tree", groups)] = (max(d for _, d in trees),
+                                             bottleneck(view, shapes.flows([f for f, _ in trees])))
+    return ring, tree
 
 
 def _pairwise(view: TopologyView, groups: Groups, shapes: Shapes, p: int) -> AlgorithmParams:
