@@ -101,24 +101,35 @@ class Cluster:
             found = self._route_cache[key] = self._find_route(src, dst)
         return found
 
-    def step_link_ids(self, kind: str, groups: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
-        """The links a communication step uses, sorted: each group's ring (i -> i + 1 around it),
-        or for "p2p" each (source, destination) pair's route. Cached: simulations of many plans
-        ask for the same steps."""
+    def step_link_ids(self, kind: str, groups: tuple[tuple[int, ...], ...]) -> np.ndarray:
+        """The links a communication step uses, sorted, as a read-only int64 array: each group's
+        ring (i -> i + 1 around it), or for "p2p" each (source, destination) pair's route. Cached:
+        simulations of many plans ask for the same steps. An array, not a tuple: a step over
+        16,384 GPUs uses tens of thousands of links, and busy bounds and task graphs index by them."""
         key = (kind, groups)
         found = self._step_links.get(key)
         if found is None:
             found = self._step_links[key] = self._links_of_pairs(*_step_pairs(kind, groups))
         return found
 
-    def _links_of_pairs(self, src: np.ndarray, dst: np.ndarray) -> tuple[int, ...]:
-        """The links of the routes src[i] -> dst[i] (the route table's rows, all at once), sorted."""
+    def _links_of_pairs(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """The links of the routes src[i] -> dst[i] (the route table's rows, all at once), sorted
+        and read-only. Many routes: marked in one flag per link, not sorted."""
         for d in (src, dst):
             if len(d) and (d.min() < 0 or d.max() >= self.num_devices):
                 self._check_device(int(d[(d < 0) | (d >= self.num_devices)][0]))
         keep = src != dst
         rows = self.routes.rows(src[keep], dst[keep])
-        return tuple(int(i) for i in np.unique(rows[rows >= 0]))
+        used = rows[rows >= 0]
+        if used.size * 8 < len(self.links):
+            found = np.unique(used)
+        else:
+            marked = np.zeros(len(self.links), dtype=bool)
+            marked[used] = True
+            found = np.flatnonzero(marked)
+        found = found.astype(np.int64, copy=False)
+        found.flags.writeable = False
+        return found
 
     def _find_route(self, src: int, dst: int) -> tuple[int, ...]:
         self._check_device(src)

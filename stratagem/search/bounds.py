@@ -284,7 +284,7 @@ class Bounds:
         if found is None:
             found = self._sync[key] = np.zeros(self.num_resources)
             for step in self.model.op_cost(op, config).sync:
-                found[list(self.sim.step_resources(step))] += step.time_s
+                found[self.sim.step_resources(step)] += step.time_s
         return found
 
     def _chain_on(self, on_d: list[int]) -> np.ndarray:
@@ -332,7 +332,7 @@ def busy_bound(model, strategy, resources: TaskGraph | None = None) -> float:
         step_time_s.add(cost.sync + cost.offload + cost.reload)
     for edge in model.edges():
         step_time_s.add(_edge_steps(edge, model.edge_cost_in(edge, strategy)))
-    step_time_s.onto(busy, tasks.step_resource_array)
+    step_time_s.onto(busy, tasks.step_resources)
     return float(busy.max()) if len(busy) else 0.0
 
 
@@ -356,7 +356,7 @@ class StepTimes:
 
     def onto(self, busy: np.ndarray, resources_of) -> None:
         for step, time_s in self._by_key.values():
-            busy[np.asarray(resources_of(step), dtype=np.int64)] += time_s
+            busy[resources_of(step)] += time_s
 
 
 def _add_steps(busy: np.ndarray, steps, resources_of) -> None:

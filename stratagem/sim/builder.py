@@ -112,7 +112,7 @@ class Simulation:
     def op_tasks(self) -> dict[str, dict[str, list[int]]]:
         return self.state.op_tasks
 
-    def step_resources(self, step) -> tuple[int, ...]:
+    def step_resources(self, step) -> np.ndarray:
         """The resources a communication step's task holds (searches bound their busy time)."""
         return self.state.tasks.step_resources(step)
 

@@ -30,7 +30,7 @@ from stratagem.sim.memory import task_ids
 from stratagem.sim.store import TaskStore
 from stratagem.sim.trace import TraceTask
 
-MANY_RESOURCES = 64  # a task holding more resources is built from an array kept per resource tuple
+MANY_RESOURCES = 64  # a task holding more resources appends them as the array they come in
 CATEGORIES = ("forward", "backward", "update", "sync", "reschedule", "gather", "host copy")
 COMPUTE = 3          # categories below this index run on devices
 
@@ -272,8 +272,7 @@ class TaskGraph:
         self._store: TaskStore | None = None
         self._pending: _Pending | None = _Pending()
         self._described = _Described()          # per run of tasks: meta, category, devices, bytes
-        self._links: dict[tuple, tuple[int, ...]] = {}
-        self._tuple_arrays: dict[int, tuple] = {}   # id(resources) -> (resources, array): `_array_of`
+        self._links: dict[tuple, np.ndarray] = {}
         self.blocking = not cluster.spec.overlap_compute
 
     @property
@@ -284,11 +283,11 @@ class TaskGraph:
 
     def add(self, duration: float, resources, preds, key: int, meta: TaskMeta) -> int:
         if self._pending is not None:
-            many = len(resources) > MANY_RESOURCES and isinstance(resources, tuple)
-            t = self._pending.add(float(duration), self._array_of(resources) if many else list(resources),
+            many = len(resources) > MANY_RESOURCES and isinstance(resources, np.ndarray)
+            t = self._pending.add(float(duration), resources if many else _listed(resources),
                                   sorted(set(preds)), key)
         else:
-            t = self.store.add(float(duration), list(resources), sorted(set(preds)), key)
+            t = self.store.add(float(duration), _listed(resources), sorted(set(preds)), key)
         self._describe(1, meta, resources[0] if len(resources) else -1)
         return t
 
@@ -338,31 +337,27 @@ class TaskGraph:
     def meta(self, t: int) -> TaskMeta:
         return self._described.task_meta(t)
 
-    def step_resources(self, step) -> tuple[int, ...]:
-        """The resources a communication step's task holds: the links its groups use, and their
-        devices (their classes) when a rank waits for its collectives (`blocking`)."""
+    def step_resources(self, step) -> np.ndarray:
+        """The resources a communication step's task holds, as a read-only int64 array: the links
+        its groups use, and their devices (their classes) when a rank waits for its collectives
+        (`blocking`); a host transfer holds its devices' host links."""
         key = (step.kind, step.groups)
-        if key not in self._links and step.kind in HOST_TRANSFERS:
-            classes = self.classes.of_devices({d for group in step.groups for d in group})
-            base = self.num_devices + len(self.cluster.links) + HOST_TRANSFERS.index(step.kind) * self.num_devices
-            self._links[key] = tuple(classes if self.blocking else ()) + tuple(base + c for c in classes)
-        if key not in self._links:
-            links = self.cluster.step_link_ids(step.kind, step.groups)
-            devices = self.classes.of_devices({d for group in step.groups for d in group}) if self.blocking else []
-            self._links[key] = tuple(devices) + tuple(self.num_devices + link for link in links)
-        return self._links[key]
+        found = self._links.get(key)
+        if found is None:
+            found = self._links[key] = self._resources_of(step)
+        return found
 
-    def _array_of(self, resources: tuple[int, ...]) -> np.ndarray:
-        """A resource tuple as an array, kept by the tuple's identity (step_resources gives each
-        step's tuple once)."""
-        found = self._tuple_arrays.get(id(resources))
-        if found is None or found[0] is not resources:
-            found = self._tuple_arrays[id(resources)] = (resources, np.asarray(resources, dtype=np.int64))
-        return found[1]
-
-    def step_resource_array(self, step) -> np.ndarray:
-        """`step_resources` as an array (the busy bound adds a step's time onto its resources)."""
-        return self._array_of(self.step_resources(step))
+    def _resources_of(self, step) -> np.ndarray:
+        host = step.kind in HOST_TRANSFERS
+        classes = np.asarray(self.classes.of_devices({d for group in step.groups for d in group})
+                             if host or self.blocking else [], dtype=np.int64)
+        if host:
+            held = classes + self.num_devices + len(self.cluster.links) + HOST_TRANSFERS.index(step.kind) * self.num_devices
+        else:
+            held = self.cluster.step_link_ids(step.kind, step.groups) + self.num_devices
+        found = np.concatenate([classes if self.blocking else classes[:0], held])
+        found.flags.writeable = False
+        return found
 
     # ---- what reports read --------------------------------------------------------------------
     def totals(self) -> tuple[np.ndarray, float, float]:
@@ -417,3 +412,8 @@ class TaskGraph:
 
     def resource_groups(self) -> tuple[str, ...]:
         return ("devices",) * self.num_devices + ("links",) * (len(self.cluster.links) + len(HOST_TRANSFERS) * self.num_devices)
+
+
+def _listed(resources) -> list[int]:
+    """A task's resources as a list of ints (a step's come as an array)."""
+    return resources.tolist() if isinstance(resources, np.ndarray) else list(resources)
