@@ -230,32 +230,35 @@ def _lives(s: BufferSet, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray
 
 def _peaks(sets: list[BufferSet], start: np.ndarray, end: np.ndarray, num_devices: int
            ) -> tuple[np.ndarray, np.ndarray]:
-    """(peak bytes, the instant of the peak) per device."""
-    peaks, instants = np.zeros(num_devices), np.full(num_devices, -np.inf)
+    """(peak bytes, the instant of the peak) per device: the resident bytes, plus the highest
+    running sum of the others' allocations (+) and frees (-) in time order, a free first at a tie;
+    the instant is the first event at that height. All devices at once (a delta simulation's
+    result computes it after every change)."""
     if not sets:
-        return peaks, instants
+        return np.zeros(num_devices), np.full(num_devices, -np.inf)
     merged = _concatenated(sets)
     resident = merged.alloc_task < 0
-    np.add.at(peaks, merged.device[resident], merged.num_bytes[resident])
+    peaks = np.bincount(merged.device[resident], weights=merged.num_bytes[resident],
+                        minlength=num_devices).astype(np.float64, copy=False)     # (int when none)
+    instants = np.full(num_devices, -np.inf)
     timed = ~resident
     if not timed.any():
         return peaks, instants
     t_alloc, t_free = _lives(merged, start, end)
     dev, sz = merged.device[timed], merged.num_bytes[timed]
-    times = np.concatenate([t_alloc[timed], t_free[timed]])
-    deltas = np.concatenate([sz, -sz])
-    devs = np.concatenate([dev, dev])
-    frees_first = np.zeros(2 * len(sz))           # 0 sorts first: the frees
-    frees_first[:len(sz)] = 1.0
-    order = np.lexsort((frees_first, times, devs))
-    devs, deltas, times = devs[order], deltas[order], times[order]
-    running = np.cumsum(deltas)
+    times = np.concatenate([t_free[timed], t_alloc[timed]])    # the frees first: first at a tie
+    order = np.lexsort((times, np.concatenate([dev, dev])))
+    devs, times = np.concatenate([dev, dev])[order], times[order]
+    running = np.cumsum(np.concatenate([-sz, sz])[order])
     starts = np.searchsorted(devs, np.arange(num_devices), side="left")
     stops = np.searchsorted(devs, np.arange(num_devices), side="right")
-    for d in range(num_devices):
-        if stops[d] > starts[d]:
-            base = running[starts[d] - 1] if starts[d] > 0 else 0.0
-            k = int(np.argmax(running[starts[d]:stops[d]]))
-            peaks[d] += max(0.0, float(running[starts[d] + k] - base))
-            instants[d] = times[starts[d] + k]
+    held = np.flatnonzero(stops > starts)
+    first, count = starts[held], stops[held] - starts[held]
+    base = np.where(first > 0, running[np.maximum(first - 1, 0)], 0.0)
+    segment = np.repeat(np.arange(len(held)), count)
+    top = np.maximum.reduceat(running, first)
+    at_top = np.flatnonzero(running == top[segment])
+    at = at_top[np.searchsorted(segment[at_top], np.arange(len(held)))]    # each device's first
+    peaks[held] += np.maximum(0.0, running[at] - base)
+    instants[held] = times[at]
     return peaks, instants

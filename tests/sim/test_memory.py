@@ -37,6 +37,35 @@ def test_the_peak_instant_and_the_bytes_live_then_give_the_peak():
     assert live_bytes(BufferSet.of(buffers), start, end, 0, 3.5) == 125
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 4), st.lists(st.tuples(st.integers(0, 6), st.integers(0, 3)), min_size=1, max_size=12),
+       st.data())
+def test_peaks_and_their_instants_are_the_most_bytes_live_at_any_allocation(devices, tasks, data):
+    """Every device's peak (resident bytes, plus the most bytes live at any instant: allocated at
+    or before it, freed after) and the first instant that reaches it, against evaluating every
+    allocation's instant; whole bytes, so sums in any order are exact."""
+    from stratagem.sim.memory import peak_memory_and_instants
+    start = np.array([float(a) for a, _ in tasks])
+    end = start + np.array([float(d) for _, d in tasks])
+    buffers = []
+    for _ in range(data.draw(st.integers(0, 14))):
+        device, num_bytes = data.draw(st.integers(0, devices - 1)), data.draw(st.integers(1, 50))
+        alloc = data.draw(st.none() | st.integers(0, len(tasks) - 1))
+        later = [t for t in range(len(tasks)) if alloc is not None and end[t] > start[alloc]]
+        frees = tuple(data.draw(st.lists(st.sampled_from(later), max_size=2))) if later else ()
+        buffers.append(Buffer(device, num_bytes, alloc, frees))
+    peaks, instants = peak_memory_and_instants(buffers, start, end, devices)
+    for d in range(devices):
+        mine = [b for b in buffers if b.device == d]
+        resident = sum(b.num_bytes for b in mine if b.alloc_task is None)
+        lives = [(start[b.alloc_task], max((end[t] for t in b.free_tasks), default=np.inf), b.num_bytes)
+                 for b in mine if b.alloc_task is not None]
+        live_at = {at: sum(n for a, f, n in lives if a <= at < f) for at, _, _ in lives}
+        most = max(live_at.values(), default=0)
+        assert peaks[d] == resident + most
+        assert instants[d] == (min(at for at, n in live_at.items() if n == most) if lives else -np.inf)
+
+
 def test_the_peak_breakdown_adds_up_to_the_simulated_peak():
     """Every buffer held at the busiest device's peak, by op and edge, sums to the peak; the
     tied LM head's gathered weight is among them (tests/cost/test_model.py's graph)."""
