@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 
 @dataclass(frozen=True)
@@ -232,33 +233,68 @@ def _peaks(sets: list[BufferSet], start: np.ndarray, end: np.ndarray, num_device
            ) -> tuple[np.ndarray, np.ndarray]:
     """(peak bytes, the instant of the peak) per device: the resident bytes, plus the highest
     running sum of the others' allocations (+) and frees (-) in time order, a free first at a tie;
-    the instant is the first event at that height. All devices at once (a delta simulation's
-    result computes it after every change)."""
+    the instant is the first event at that height (-inf: resident bytes only). Compiled, device
+    by device (a delta simulation's result computes it after every change)."""
     if not sets:
         return np.zeros(num_devices), np.full(num_devices, -np.inf)
-    merged = _concatenated(sets)
-    resident = merged.alloc_task < 0
-    peaks = np.bincount(merged.device[resident], weights=merged.num_bytes[resident],
-                        minlength=num_devices).astype(np.float64, copy=False)     # (int when none)
+    m = _concatenated(sets)
+    ints = [np.ascontiguousarray(a, dtype=np.int64) for a in (m.device, m.alloc_task, m.free_count, m.free_tasks)]
+    return _peaks_kernel(ints[0], np.ascontiguousarray(m.num_bytes, dtype=np.float64), ints[1], ints[2], ints[3],
+                         np.ascontiguousarray(start, dtype=np.float64), np.ascontiguousarray(end, dtype=np.float64),
+                         num_devices)
+
+
+@njit(cache=True)
+def _peaks_kernel(device, num_bytes, alloc_task, free_count, free_tasks, start, end,
+                  num_devices):  # pragma: no cover - compiled
+    """_peaks over one merged set, compiled: resident bytes added in buffer order; each device's
+    events (its timed buffers' frees, then their allocations, each in buffer order) sorted stably
+    by time, so a free comes first at a tie; one running sum carried over the devices in turn."""
+    nb = num_bytes.size
+    peaks = np.zeros(num_devices)
     instants = np.full(num_devices, -np.inf)
-    timed = ~resident
-    if not timed.any():
-        return peaks, instants
-    t_alloc, t_free = _lives(merged, start, end)
-    dev, sz = merged.device[timed], merged.num_bytes[timed]
-    times = np.concatenate([t_free[timed], t_alloc[timed]])    # the frees first: first at a tie
-    order = np.lexsort((times, np.concatenate([dev, dev])))
-    devs, times = np.concatenate([dev, dev])[order], times[order]
-    running = np.cumsum(np.concatenate([-sz, sz])[order])
-    starts = np.searchsorted(devs, np.arange(num_devices), side="left")
-    stops = np.searchsorted(devs, np.arange(num_devices), side="right")
-    held = np.flatnonzero(stops > starts)
-    first, count = starts[held], stops[held] - starts[held]
-    base = np.where(first > 0, running[np.maximum(first - 1, 0)], 0.0)
-    segment = np.repeat(np.arange(len(held)), count)
-    top = np.maximum.reduceat(running, first)
-    at_top = np.flatnonzero(running == top[segment])
-    at = at_top[np.searchsorted(segment[at_top], np.arange(len(held)))]    # each device's first
-    peaks[held] += np.maximum(0.0, running[at] - base)
-    instants[held] = times[at]
+    per_device = np.zeros(num_devices + 1, dtype=np.int64)
+    for i in range(nb):
+        if alloc_task[i] < 0:
+            peaks[device[i]] += num_bytes[i]
+        else:
+            per_device[device[i] + 1] += 1
+    for d in range(num_devices):
+        per_device[d + 1] += per_device[d]
+    timed = np.empty(per_device[num_devices], dtype=np.int64)      # by device, in buffer order
+    filled = per_device[:num_devices].copy()
+    first_free = np.empty(nb + 1, dtype=np.int64)
+    first_free[0] = 0
+    for i in range(nb):
+        first_free[i + 1] = first_free[i] + free_count[i]
+        if alloc_task[i] >= 0:
+            timed[filled[device[i]]] = i
+            filled[device[i]] += 1
+    running = 0.0
+    for d in range(num_devices):
+        lo, hi = per_device[d], per_device[d + 1]
+        count = hi - lo
+        if count == 0:
+            continue
+        times = np.empty(2 * count)
+        deltas = np.empty(2 * count)
+        for j in range(count):
+            i = timed[lo + j]
+            t_free = np.inf
+            if free_count[i] > 0:
+                t_free = -np.inf
+                for f in range(first_free[i], first_free[i + 1]):
+                    if end[free_tasks[f]] > t_free:
+                        t_free = end[free_tasks[f]]
+            times[j], deltas[j] = t_free, -num_bytes[i]
+            times[count + j], deltas[count + j] = start[alloc_task[i]], num_bytes[i]
+        order = np.argsort(times, kind="mergesort")
+        base = running
+        top, at = -np.inf, 0
+        for j in range(2 * count):
+            running += deltas[order[j]]
+            if running > top:
+                top, at = running, order[j]
+        peaks[d] += max(0.0, top - base)
+        instants[d] = times[at]
     return peaks, instants
