@@ -283,13 +283,17 @@ class Analysis:
                 ) -> tuple[int, tuple[int, ...], tuple[tuple[int, ...], ...]] | None:
         """(P, how far the output box and each input's box move from worker w to worker w + P)
         where they move rigidly (see `_worker_shares`): P chunks make every floor division and
-        remainder of `dim` in an index move by a whole number (1 without them); None otherwise."""
+        remainder of `dim` in an index move by a whole number (1 without them); None otherwise.
+        An input dim that some access reads whole, whatever the worker (a norm's or a mean loss's
+        reduction over the split dim), stays whole in every worker's box: it does not move, and
+        the accesses that do move there (all by the same step) move inside it."""
         size = self.dim(dim).size
         if size % parts:
             return None
         chunk, var = size // parts, self._vars[dim]
         ranges = full_ranges(self.desc)
         indices: list[tuple[int, int, Any]] = []            # (input, dim, index mentioning var)
+        whole: set[tuple[int, int]] = set()                 # (input, dim) read whole by some access
         divisors: list[int] = []
         for out in self._worker_outputs(reduction, first=False):
             if any(isinstance(n, Where) and isinstance(n.cond, IndexCond) and _mentions(n.cond.expr, var)
@@ -304,15 +308,19 @@ class Analysis:
                         indices.append((acc.tensor.position, d, index))
                     else:
                         indices.append((acc.tensor.position, d, None))
+                        if index is FULL or bounds(index, rng, INT_DOMAIN) == (0, acc.tensor.shape[d] - 1):
+                            whole.add((acc.tensor.position, d))
         common = math.lcm(*divisors) if divisors else 1
         count = common // math.gcd(common, chunk)
         steps: list[dict[int, int]] = [{} for _ in self.desc.inputs]        # per input: dim -> step
         for position, d, index in indices:
             moved = 0 if index is None else _shift(index, var, count * chunk)
+            if index is None and (position, d) in whole:
+                continue
             if moved is None or steps[position].setdefault(d, moved) != moved:
                 return None
-        inputs = tuple(tuple(found.get(d, 0) for d in range(len(ref.shape)))
-                       for found, ref in zip(steps, self.desc.inputs))
+        inputs = tuple(tuple(0 if (position, d) in whole else found.get(d, 0) for d in range(len(ref.shape)))
+                       for position, (found, ref) in enumerate(zip(steps, self.desc.inputs)))
         out_index = self.output_dim_index(dim)
         output = tuple(count * chunk if k == out_index else 0 for k in range(len(self.desc.output_vars)))
         return count, output, inputs

@@ -106,3 +106,17 @@ def test_moves_are_refused_where_workers_differ():
     rows = merged.dims[0].name
     assert merged._period(rows, 12, False) == (3, (6, 0), ((1, 0, 0),))          # 3 chunks of 2: one row of 6
     assert merged._worker_shares(rows, 12) == merged._worker_shares(rows, 12, moved=False)
+
+
+def test_a_dim_read_whole_by_every_worker_stays_whole_as_the_others_move():
+    """A norm split along its normalized dim reads each row whole (its mean square) and its weight
+    in chunks; a mean loss split along its positions reads every target (to count them): the
+    whole dims do not move, the others do, and the moved shares equal the analyzed ones."""
+    from stratagem.tdl.library import LIBRARY
+    norm = Analysis(LIBRARY["rms_norm"].describe((4, 6, 8), (8,), normalized_shape=(8,)))
+    hidden = norm.dims[2].name
+    assert norm._period(hidden, 4, False) == (1, (0, 0, 2), ((0, 0, 0), (2,)))
+    loss = Analysis(LIBRARY["cross_entropy"].describe((8, 5), (8,)))
+    assert loss._period("n", 4, True) == (1, (), ((2, 0), (0,)))
+    for analysis, dim in ((norm, hidden), (loss, "n")):
+        assert analysis._worker_shares(dim, 4) == analysis._worker_shares(dim, 4, moved=False)
