@@ -352,7 +352,8 @@ class TaskGraph:
         classes = np.asarray(self.classes.of_devices({d for group in step.groups for d in group})
                              if host or self.blocking else [], dtype=np.int64)
         if host:
-            held = classes + self.num_devices + len(self.cluster.links) + HOST_TRANSFERS.index(step.kind) * self.num_devices
+            first_host_link = self.num_devices + len(self.cluster.links) + HOST_TRANSFERS.index(step.kind) * self.num_devices
+            held = classes + first_host_link
         else:
             held = self.cluster.step_link_ids(step.kind, step.groups) + self.num_devices
         found = np.concatenate([classes if self.blocking else classes[:0], held])
