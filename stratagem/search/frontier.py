@@ -231,11 +231,7 @@ def _union_of_products(a_mem, a_time, b_mem, b_time, max_width):  # pragma: no c
                         m, t = am + b_mem[k, j, b], at + b_time[k, j, b]
                         if not (m < np.inf and t < np.inf):
                             continue
-                        if m < previous:                # a row out of memory order: look it up
-                            at_most = _last_at_most(stair_mem, steps, m)
-                        while at_most + 1 < steps and stair_mem[at_most + 1] <= m:
-                            at_most += 1
-                        previous = m
+                        at_most, previous = _step_at_most(stair_mem, steps, at_most, previous, m), m
                         if at_most >= 0 and stair_time[at_most] < t:
                             continue
                         cand_mem[c], cand_time[c], cand_col[c] = m, t, (k * wa + a) * wb + b
@@ -294,6 +290,17 @@ def _last_at_most(stair_mem, steps, m):  # pragma: no cover - compiled
         else:
             hi = mid
     return lo - 1
+
+
+@njit(cache=True, nogil=True)
+def _step_at_most(stair_mem, steps, at, previous, m):  # pragma: no cover - compiled
+    """The last step with memory <= m, given `at`, the last at most `previous`: walked on from there
+    where m >= previous (a row's sums in memory order), else found by bisection."""
+    if m < previous:
+        return _last_at_most(stair_mem, steps, m)
+    while at + 1 < steps and stair_mem[at + 1] <= m:
+        at += 1
+    return at
 
 
 @njit(cache=True, nogil=True)

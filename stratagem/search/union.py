@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from stratagem.search.frontier import _beaten, _last_at_most, least_of_rows, sort_indices, write_front
+from stratagem.search.frontier import _beaten, _step_at_most, least_of_rows, sort_indices, write_front
 
 MAX_TERMS = 3
 
@@ -175,12 +175,7 @@ def _union_of_terms(m0, t0, l0, m1, t1, l1, m2, t2, l2, coefs, bases, starts, si
                         m, t = (bm, bt) if last_later else (bm + m2[r2, e], bt + t2[r2, e])
                         if not (m < np.inf and t < np.inf):
                             continue
-                        if m >= last:             # rows are memory ascending: walk on from there
-                            while step + 1 < steps and union_mem[step + 1] <= m:
-                                step += 1
-                        else:
-                            step = _last_at_most(union_mem, steps, m)
-                        last = m
+                        step, last = _step_at_most(union_mem, steps, step, last, m), m   # rows: memory ascending
                         if not (step >= 0 and union_time[step] < t):      # not beaten
                             new_mem[c], new_time[c], new_col[c] = m, t, ((k * w0 + a) * w1 + b) * inner + e
                             c += 1
