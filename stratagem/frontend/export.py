@@ -25,6 +25,7 @@ from torch import fx
 
 from stratagem.errors import StratagemError
 from stratagem.frontend.mutation import functionalize_view_writes
+from stratagem.frontend.repeats import twins_traced_once
 
 
 GRAD_ENABLED = "stratagem_grad_enabled"   # node meta: the grad mode an inlined body ran under
@@ -36,8 +37,10 @@ class ExportFailed(StratagemError):
 
 def export_program(module: torch.nn.Module, inputs: Sequence[Any],
                    dynamic_shapes: Any = None) -> torch.export.ExportedProgram:
-    """The exported program; `dynamic_shapes` (torch.export's argument) makes sizes symbolic."""
-    with _default_device(module, inputs), _without_stack_traces(), _lazy_recompiles():
+    """The exported program; `dynamic_shapes` (torch.export's argument) makes sizes symbolic.
+    With static sizes, twin blocks are traced once per kind of call and copied (repeats.py)."""
+    twins = twins_traced_once(module) if dynamic_shapes is None else contextlib.nullcontext()
+    with _default_device(module, inputs), _without_stack_traces(), _lazy_recompiles(), twins:
         try:
             program = torch.export.export(module, tuple(inputs), strict=False, dynamic_shapes=dynamic_shapes)
         except Exception as error:     # noqa: BLE001 - whatever export raises, said plainly
