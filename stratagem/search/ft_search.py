@@ -17,11 +17,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from stratagem.collection import fewer_collections
+from stratagem.forked import background
 from stratagem.heap import release_freed_memory
 from stratagem.errors import ConfigError
 from stratagem.plan import Frontier, Plan
@@ -112,8 +114,10 @@ def _frontier(ctx: PlanningContext, options: FTSearchOptions, least_time_under: 
     if options.offload_activations and not ctx.model.offload_activations:
         ctx = offloading(ctx)
     try:
-        search_space = build_search_space(ctx.model, options.searched_space, progress=ctx.progress)
-        alternatives = _priced_alternatives(ctx, search_space, options)
+        strategies = _alternative_strategies(ctx, options)
+        with _alternatives_aside(ctx, strategies) as made_aside:
+            search_space = build_search_space(ctx.model, options.searched_space, progress=ctx.progress)
+            alternatives = _priced_alternatives(ctx, search_space, strategies, made_aside())
     except KeyboardInterrupt:
         return _fallback(ctx, [], "building the cost tables")
     try:
@@ -217,14 +221,45 @@ def _fits(plan: Plan, memory_cap_bytes: float | None) -> bool:
     return memory_cap_bytes is not None and plan.peak_memory_bytes <= memory_cap_bytes
 
 
-def _priced_alternatives(ctx: PlanningContext, search_space: SearchSpace, options: FTSearchOptions) -> list[Plan]:
-    """Data parallel (and FSDP where weights may be sharded), simulated, when in the space: priced
-    before FT runs, so that a Ctrl-C during it has a plan to keep."""
+def _alternative_strategies(ctx: PlanningContext, options: FTSearchOptions) -> list[dict[str, Configuration]]:
+    """Data parallel, and FSDP (its weights' states sharded, or offloaded) where the space has them."""
     data_parallel = data_parallel_strategy(ctx)
     space = options.searched_space
-    strategies = [data_parallel] + ([with_sharded_state(ctx, data_parallel)] if space.state_sharding else []) \
+    return [data_parallel] + ([with_sharded_state(ctx, data_parallel)] if space.state_sharding else []) \
         + ([with_sharded_state(ctx, data_parallel, "offloaded")] if space.offload else [])
-    return [plan for strategy in strategies for plan in _alternatives(ctx, search_space, strategy)]
+
+
+@contextlib.contextmanager
+def _alternatives_aside(ctx: PlanningContext, strategies: list[dict[str, Configuration]]):
+    """The alternatives' plans made in a forked worker (stratagem.forked.background) while this
+    process builds the search space, which they need nothing of. Yields a function that returns
+    them, in order, each without its graph (None where no worker was started or it failed: the
+    caller makes them)."""
+    def send_plans(send) -> None:
+        send([replace(_alternative_plan(ctx, strategy), graph=None) for strategy in strategies])
+
+    with background(send_plans) as job:
+        yield (lambda: None) if job is None else (lambda: next(job.messages(), None))
+
+
+def _priced_alternatives(ctx: PlanningContext, search_space: SearchSpace, strategies: list[dict[str, Configuration]],
+                         made: list[Plan] | None = None) -> list[Plan]:
+    """The plans of the alternative strategies in the searched space, simulated (`made`: all
+    of them made already, without their graphs): priced before FT runs, so that a Ctrl-C during
+    it has a plan to keep. FT picks by additive (Eq. 3) costs, which add communication to compute
+    where the simulator overlaps them, so its min-time end can be slower than data parallel once
+    simulated."""
+    member = {op: set(configs) for group_members in search_space.members
+              for op, configs in group_members.items()}
+    in_space = [all(strategy[op] in member.get(op, ()) for op in strategy) for strategy in strategies]
+    if made is None:
+        return [_alternative_plan(ctx, s) for s, inside in zip(strategies, in_space) if inside]
+    return [replace(plan, graph=ctx.graph) for plan, inside in zip(made, in_space) if inside]
+
+
+def _alternative_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration]) -> Plan:
+    sharded = any(config.sharded_state for config in strategy.values())
+    return make_plan(ctx, strategy, "fsdp" if sharded else "data-parallel")
 
 
 def _fallback(ctx: PlanningContext, alternatives: list[Plan], phase_name: str) -> Frontier:
@@ -248,15 +283,3 @@ def ft(ctx: PlanningContext, options: FTSearchOptions = FTSearchOptions()) -> Pl
     return front.min_time if stopped(front) else replace(front.min_time, algorithm="ft")
 
 
-def _alternatives(ctx: PlanningContext, search_space: SearchSpace, strategy: Mapping[str, Configuration]
-                  ) -> list[Plan]:
-    """Data parallel (or FSDP: its weights sharded), simulated, when every op's configuration is in
-    the searched space: FT picks
-    by additive (Eq. 3) costs, which add communication to compute where the simulator overlaps
-    them, so its min-time end can be slower than data parallel once simulated."""
-    member = {op: set(configs) for group_members in search_space.members
-              for op, configs in group_members.items()}
-    if any(strategy[op] not in member.get(op, ()) for op in strategy):
-        return []
-    sharded = any(config.sharded_state for config in strategy.values())
-    return [make_plan(ctx, strategy, "fsdp" if sharded else "data-parallel")]

@@ -6,11 +6,11 @@ from dataclasses import replace
 
 import pytest
 
-from stratagem import zoo
+from stratagem import forked, zoo
 from stratagem.errors import ConfigError
 from stratagem.plan import Frontier
 from stratagem.search.context import NothingFits, context
-from stratagem.search.ft_search import frontier
+from stratagem.search.ft_search import FTSearchOptions, frontier
 from stratagem.search.modes import mini_time
 from stratagem.search.strategies import data_parallel_strategy
 
@@ -149,3 +149,19 @@ def test_under_a_cap_only_offloaded_activations_meet_the_modes_return_such_a_pla
     assert chosen.offload_activations and chosen.peak_memory_bytes <= 126 * 2**20
     assert "selective_offload" in chosen.details
     assert chosen.details["host_memory"]["per_node_bytes"] > 0
+
+
+@pytest.mark.parametrize("state_sharding", [False, True])
+def test_alternatives_made_by_a_forked_worker_are_the_ones_made_here(state_sharding, monkeypatch):
+    """The alternatives are priced in a forked worker while the search space is built
+    (ft_search._alternatives_aside); with no worker this process makes them: the same plans."""
+    graph = zoo.build("mlp-tiny")
+    options = FTSearchOptions(state_sharding=state_sharding)
+    monkeypatch.setenv(forked.WORKERS_ENV, "2")
+    aside = frontier(context(graph, "cpu-1x2", 2), options).alternatives
+    monkeypatch.setenv(forked.WORKERS_ENV, "1")
+    here = frontier(context(graph, "cpu-1x2", 2), options).alternatives
+    assert [p.algorithm for p in here] == (["data-parallel", "fsdp"] if state_sharding else ["data-parallel"])
+    assert [(dict(p.strategy), p.iteration_time_s, p.peak_memory_bytes, p.details) for p in aside] == \
+        [(dict(p.strategy), p.iteration_time_s, p.peak_memory_bytes, p.details) for p in here]
+    assert all(p.graph is graph for p in [*aside, *here])
