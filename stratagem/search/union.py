@@ -165,7 +165,7 @@ def _union_of_terms(m0, t0, l0, m1, t1, l1, m2, t2, l2, coefs, bases, starts, si
                 if not (am < np.inf and at_ < np.inf) or (w1 * inner > 1 and _beaten(
                         union_mem, union_time, steps, am + l1[r1, 0] + l2m, at_ + l1[r1, 1] + l2t)):
                     continue
-                step, last = -1, -np.inf      # the last step at most the previous sum's memory
+                step, last = -1, np.inf       # a row's first sum: found by bisection, then walked on
                 for b in range(w1):
                     bm, bt = am + m1[r1, b], at_ + t1[r1, b]
                     if not (bm < np.inf and bt < np.inf) or (inner > 1 and _beaten(
