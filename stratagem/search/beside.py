@@ -1,16 +1,22 @@
 """Work beside FT: what the modes need after FT's frontier but not from it (the pipeline search's
 plans, the practitioners' plans), done meanwhile in one forked worker where there is a second CPU.
 
-    with beside(ctx, tasks, in_worker) as side:     # tasks: {name: fn(ctx) -> list of plans}
+    with beside(ctx, tasks, in_worker, yielding) as side:   # tasks: {name: fn(ctx) -> list of plans}
         front = frontier(ctx, ...)                   # here; meanwhile the worker runs the tasks
                                                      # named in in_worker, in that order
         side.result("staged")                        # the worker's result; its progress events
                                                      # replayed to ctx.progress as they come
 
 FT's passes are one process on one core, and these tasks are independent of them: on two cores
-they cost no wall time up to FT's own. A result is computed here (as a serial run computes it)
-where there is no worker (stratagem.forked.background: one CPU, STRATAGEM_WORKERS=1, inside a
-worker), where the task was not given to the worker, or where the worker failed (a
+they cost no wall time up to FT's own. FT's larger combines run on threads, though, and the
+alternatives are priced in a worker of their own meanwhile (search.ft_search): the tasks named in
+`yielding` (those read last, after FT's frontier and its stages) run at the least priority
+(nice 19), so that they take only a CPU nothing else wants (nice orders runnable processes only:
+while this process waits for their result they run at full speed).
+
+A result is computed here (as a serial run computes it) where there is no worker
+(stratagem.forked.background: one CPU, STRATAGEM_WORKERS=1, inside a worker), where the task was
+not given to the worker, or where the worker failed (a
 RuntimeWarning says why, once). While this process waits for a result the worker has not sent,
 it computes itself a task queued after it that the worker has not begun (the worker's copy of it,
 if it gets there, is dropped). Plans of ctx's graph travel back without it and get it here
@@ -22,6 +28,7 @@ is awaited propagates.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections import deque
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -34,16 +41,19 @@ from stratagem.plan import Plan
 from stratagem.search.context import PlanningContext
 
 Task = Callable[[PlanningContext], list]
+LEAST_PRIORITY = 19            # nice: the tasks read last yield the CPU to the rest of the planning
 
 
 @contextlib.contextmanager
-def beside(ctx: PlanningContext, tasks: Mapping[str, Task], in_worker: Sequence[str]) -> Iterator[Beside]:
-    """A Beside whose worker runs the tasks named in `in_worker` (none: no worker is forked)."""
+def beside(ctx: PlanningContext, tasks: Mapping[str, Task], in_worker: Sequence[str],
+           yielding: Sequence[str] = ()) -> Iterator[Beside]:
+    """A Beside whose worker runs the tasks named in `in_worker` (none: no worker is forked), those
+    also named in `yielding` at the least priority."""
     names = [name for name in in_worker if name in tasks]
     if not names:
         yield Beside(ctx, tasks, None, ())
         return
-    with background(partial(_run_in_worker, ctx, tasks, names)) as job:
+    with background(partial(_run_in_worker, ctx, tasks, names, frozenset(yielding))) as job:
         yield Beside(ctx, tasks, job, tuple(names) if job is not None else ())
 
 
@@ -118,13 +128,24 @@ class Beside:
 
 
 def _run_in_worker(ctx: PlanningContext, tasks: Mapping[str, Task], names: Sequence[str],
-                   send: Callable[[Any], None]) -> None:
+                   yielding: frozenset[str], send: Callable[[Any], None]) -> None:
     """The worker: for each named task ("start", name), its progress events as they come, then
-    ("result", name, value)."""
+    ("result", name, value); from the first task in `yielding` on, at the least priority (a
+    process cannot raise its priority back)."""
     forwarded = replace(ctx, progress=_Forwarded(send))
     for name in names:
+        if name in yielding:
+            _least_priority()
         send(("start", name))
         send(("result", name, _travelling(tasks[name](forwarded), ctx)))
+
+
+def _least_priority() -> None:
+    """This process at nice 19 (the least CPU priority; where the system refuses, as it is)."""
+    try:
+        os.nice(LEAST_PRIORITY - os.nice(0))
+    except OSError:
+        pass
 
 
 def _travelling(result: list, ctx: PlanningContext) -> list:

@@ -77,7 +77,7 @@ def least_time_ft(ctx: PlanningContext, options: Any = None) -> Plan:
     plan seen (`leanest`). Stopped by Ctrl-C (search.stopping), no further search runs: the
     plan chosen from what was found, or NothingFits with the leanest plan, marked."""
     chosen = registry.make_options("ft", options)
-    with beside(ctx, _tasks(chosen.pipeline), _worker_tasks(ctx, chosen.pipeline)) as side:
+    with beside(ctx, _tasks(chosen.pipeline), _worker_tasks(ctx, chosen.pipeline), yielding=("practitioners",)) as side:
         front = _frontier_and_stages(ctx, side, chosen, least_time_under=ctx.memory_cap_bytes)
         try:
             best = mini_time(front, ctx.memory_cap_bytes)

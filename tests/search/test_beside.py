@@ -70,6 +70,23 @@ def test_while_waiting_for_a_slow_result_a_task_queued_after_it_is_computed_here
     assert sorted((p.name, p.total, p.units) for p in ctx.progress.phases()) == [("a", 2, 2), ("b", 3, 3)]
 
 
+def test_yielding_tasks_run_at_the_least_priority_from_the_first_of_them_on():
+    """The worker runs a at this process's priority, then b and c (b yielding) at nice 19; this
+    process keeps its own."""
+    _needs_a_worker()
+    ctx = context(zoo.build("mlp-tiny"), "cpu-1x2", 2)
+    niceness = os.nice(0)
+
+    def priority(ctx):
+        return [os.nice(0), os.getpid()]
+    with beside(ctx, {"a": priority, "b": priority, "c": priority}, ("a", "b", "c"), yielding=("b",)) as side:
+        time.sleep(0.5)
+        got = [side.result(name) for name in "abc"]
+    assert all(pid == side.job.child.pid for _, pid in got)
+    assert [nice for nice, _ in got] == [niceness, max(niceness, 19), max(niceness, 19)]
+    assert os.nice(0) == niceness
+
+
 def test_without_a_worker_each_result_is_computed_here(monkeypatch):
     monkeypatch.setenv(forked.WORKERS_ENV, "1")
     ctx = context(zoo.build("mlp-tiny"), "cpu-1x2", 2)
