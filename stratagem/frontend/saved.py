@@ -32,7 +32,8 @@ from typing import Any
 
 import torch
 from torch import fx
-from torch._subclasses.fake_tensor import FakeTensorMode
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch.utils._mode_utils import no_dispatch
 
 from stratagem.frontend.export import GRAD_ENABLED
 
@@ -72,9 +73,11 @@ class _SavedRecorder(fx.Interpreter):
         self.keep_alive: list[Any] = []
         self.requires: set[str] = set()
         self.replays: dict[Any, _Replay | None] = {}   # by _signature's key; None: not replayed
+        self.mode: FakeTensorMode | None = None        # the run's (`run`)
 
     def run(self) -> SavedTensors:   # type: ignore[override]
         with FakeTensorMode() as mode, torch.enable_grad():
+            self.mode = mode
             args = [self._fake(n, mode) for n in self.graph.nodes if n.op == "placeholder"]
             with torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t):
                 super().run(*args)
@@ -122,7 +125,7 @@ class _SavedRecorder(fx.Interpreter):
         return (target, torch.is_grad_enabled(), described), tensors
 
     def _replayed(self, replay: _Replay, arguments: list[torch.Tensor]) -> Any:
-        outputs = [None if o is None else o.made(arguments) for o in replay.outputs]
+        outputs = [None if o is None else o.made(arguments, self.mode) for o in replay.outputs]
         for kind, index, num_bytes in replay.packs:
             if kind == "argument":
                 self.packed.append((self.current, arguments[index]))
@@ -215,14 +218,23 @@ class _Output:
     requires_grad: bool
     view_of: int | None
 
-    def made(self, arguments: list[torch.Tensor]) -> torch.Tensor:
+    def made(self, arguments: list[torch.Tensor], mode: FakeTensorMode) -> torch.Tensor:
         if self.view_of is None:
-            fresh = torch.empty_strided(self.shape, self.stride, dtype=self.dtype, device=self.device)
+            fresh = _fresh_fake(mode, self.shape, self.stride, self.dtype, self.device)
             return fresh.requires_grad_(self.requires_grad)
         base = arguments[self.view_of]
         if not self.requires_grad:
             base = base.detach()
         return base.as_strided(self.shape, self.stride, self.offset)
+
+
+def _fresh_fake(mode: FakeTensorMode, shape: tuple[int, ...], stride: tuple[int, ...], dtype: torch.dtype,
+                device: torch.device) -> torch.Tensor:
+    """A new fake tensor of this geometry, wrapped as the mode wraps an op's meta output, without
+    dispatching empty_strided through the mode (4x faster; a decoder's replayed nodes make thousands)."""
+    with no_dispatch():
+        meta = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
+    return FakeTensor(mode, meta, device)
 
 
 @dataclass(frozen=True)
