@@ -6,11 +6,13 @@ import itertools
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stratagem.search.frontier import reduce_rows
 from stratagem.search.tables import NodeLeaf, Table, Term, _visited_terms, combine
+from stratagem.search import union
 from stratagem.search.union import prepared_terms, product_of_two, union_of_terms
 
 O0, O1 = ("o", 0), ("o", 1)
@@ -204,3 +206,29 @@ def test_a_last_term_added_after_the_union_keeps_every_tuple_and_a_column_of_its
             np.testing.assert_array_equal(kept, expected[2] >= 0)
             np.testing.assert_array_equal(mem[rows[kept], found[2][kept]], found[0][kept])
             np.testing.assert_array_equal(time[rows[kept], found[2][kept]], found[1][kept])
+
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([None, 3]), st.sampled_from([1, 3]), st.sampled_from([1, 2, 5]),
+       st.sampled_from([3, 40, 1000]))
+def test_sums_merged_in_batches_keep_what_reducing_every_candidate_keeps(seed, max_width, node_width, merge_at,
+                                                                           values):
+    """The kept sums wait until union.MERGE_AT of them are there before they are merged into the
+    staircase (the linear DP's step here, 12 configurations): with batches of 1, 2 and 5 (the
+    kernel's Python source, whose MERGE_AT is read when it runs) the result is reduce_rows' over
+    every candidate, and the compiled kernel's (batches of 64) is too."""
+    rng = np.random.default_rng(seed)
+    k, o = 12, 2
+    terms = [Term(_table(rng, (k,), 6, values), ("k",)), Term(_table(rng, (k, o), 5, values), ("k", O0)),
+             Term(_table(rng, (o,), node_width, values), (O0,))]
+    expected = reduce_rows(*_candidates(terms, (o,), k), 0.0, max_width)
+    compiled = union_of_terms(_visited_terms(terms, 1), (0,), (o,), k, max_width)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(union, "MERGE_AT", merge_at)
+        patch.setattr(union, "_union_of_terms", union._union_of_terms.py_func)
+        batched = union_of_terms(_visited_terms(terms, 1), (0,), (o,), k, max_width)
+    for found in (compiled, batched):
+        for f, e in zip(found, expected):
+            np.testing.assert_array_equal(f, e[:, :f.shape[1]])
+            assert np.all(e[:, f.shape[1]:] == (np.inf if e.dtype.kind == "f" else -1))
