@@ -175,10 +175,12 @@ def _simulated(ctx: PlanningContext, search_space: SearchSpace, result: FTResult
                ) -> tuple[list[Plan], bool, int]:
     """The points unrolled to strategies and simulated: (the plans, whether a Ctrl-C stopped it,
     how many were ruled out). With `least_time_under`, in order of FT's time, a point whose busy
-    bound exceeds the simulated time of a plan that fits the cap (an alternative, or a point
-    simulated before it in this process or, in the planner's, in any) is left out: its simulated
-    time would exceed that plan's, so it could not be the least time under the cap. The first
-    point is always simulated, so that the frontier has one even where an alternative wins."""
+    bound exceeds the simulated time of a plan that fits the cap (an alternative, the first
+    point, or a point simulated before it in this process or, in the planner's, in any) is left
+    out: its simulated time would exceed that plan's, so it could not be the least time under the
+    cap. The first point is always simulated, so that the frontier has one even where an
+    alternative wins; meanwhile a forked worker finds the other points' busy bounds
+    (`_bounds_aside`), and those the first point's time already rules out are not handed on."""
     details = {"heuristic_fixes": fixes} if fixes else None
     order = sorted(range(len(result.points)), key=lambda i: result.points[i].time) \
         if least_time_under is not None else list(range(len(result.points)))
@@ -188,10 +190,12 @@ def _simulated(ctx: PlanningContext, search_space: SearchSpace, result: FTResult
     fastest = [min((p.iteration_time_s for p in alternatives if _fits(p, least_time_under)), default=math.inf)]
     resources = busy_resources(ctx.model) if least_time_under is not None else None
 
-    def simulated(point: FTPoint) -> Plan | None:
+    def simulated(item: tuple[FTPoint, float | None]) -> Plan | None:
+        point, bound = item
         strategy, reuse = search_space.strategy(point.assignment, point.options)
-        if least_time_under is not None and point is not points[0] and \
-                busy_bound(ctx.model, strategy_with_reuse(ctx, strategy, reuse), resources) > fastest[0] * (1 + ROUNDING):
+        if least_time_under is not None and point is not points[0] and _ruled_out(
+                bound if bound is not None else busy_bound(ctx.model, strategy_with_reuse(ctx, strategy, reuse),
+                                                           resources), fastest[0]):
             return None                                 # (the first is kept: a frontier has a point)
         plan = make_plan(ctx, strategy, "ft", reuse, details)
         if _fits(plan, least_time_under):
@@ -206,15 +210,67 @@ def _simulated(ctx: PlanningContext, search_space: SearchSpace, result: FTResult
             fastest[0] = min(fastest[0], plan.iteration_time_s)
         ctx.progress.advance()
 
+    items = [(point, None) for point in points]
     with phase(ctx.progress, "simulating frontier points", len(points)):
         try:
-            found = plans_shared(ctx, simulated, points, arrived)
+            if least_time_under is not None and points:
+                with _bounds_aside(ctx, search_space, points[1:], resources) as bounds:
+                    arrived(0, simulated(items[0]))
+                    known = bounds()
+                if known is not None:
+                    items[1:] = [(point, bound) for point, bound in zip(points[1:], known)]
+                for i, (_, bound) in enumerate(items):
+                    if i and bound is not None and _ruled_out(bound, fastest[0]):
+                        arrived(i, None)
+            left = [i for i in range(len(points)) if i not in done]
+            plans_shared(ctx, simulated, [items[i] for i in left], lambda j, plan: arrived(left[j], plan))
             stopped = False
         except KeyboardInterrupt:
-            found, stopped = [done.get(i) for i in range(len(points))], True
+            stopped = True
+    found = [done.get(i) for i in range(len(points))]
     in_order = sorted(range(len(points)), key=lambda k: order[k])        # FT's order of its points
     plans = [found[k] for k in in_order if found[k] is not None]
     return plans, stopped, 0 if stopped else len(found) - len(plans)
+
+
+def _ruled_out(bound_s: float, fastest_s: float) -> bool:
+    """Whether a point whose busy bound is `bound_s` could not beat a fitting plan of `fastest_s`."""
+    return bound_s > fastest_s * (1 + ROUNDING)
+
+
+@contextlib.contextmanager
+def _bounds_aside(ctx: PlanningContext, search_space: SearchSpace, points: Sequence[FTPoint], resources):
+    """The busy bounds of `points`, found by a forked worker (stratagem.forked.background) from the
+    first on while this process simulates the first point, then by this process too, from the last
+    back, until the two meet. Yields a function that returns them in order (None where there are
+    none to find or no worker was started: `simulated` finds each itself; where the worker fails,
+    this process finds what it did not send). `resources`: busy_resources(ctx.model)."""
+    if not points:
+        yield lambda: None
+        return
+
+    def bound(point: FTPoint) -> float:
+        return busy_bound(ctx.model, strategy_with_reuse(ctx, *search_space.strategy(point.assignment, point.options)),
+                          resources)
+
+    def send_bounds(send) -> None:
+        for i, point in enumerate(points):
+            send((i, bound(point)))
+
+    with background(send_bounds) as job:
+        if job is None:
+            yield lambda: None
+            return
+
+        def met() -> list[float]:
+            known: dict[int, float] = {}
+            for i in reversed(range(len(points))):
+                known.update(job.take(wait=False))       # in order: with i, every point before it
+                if i in known:
+                    break
+                known[i] = bound(points[i])
+            return [known[i] for i in range(len(points))]
+        yield met
 
 
 def _fits(plan: Plan, memory_cap_bytes: float | None) -> bool:

@@ -165,3 +165,20 @@ def test_alternatives_made_by_a_forked_worker_are_the_ones_made_here(state_shard
     assert [(dict(p.strategy), p.iteration_time_s, p.peak_memory_bytes, p.details) for p in aside] == \
         [(dict(p.strategy), p.iteration_time_s, p.peak_memory_bytes, p.details) for p in here]
     assert all(p.graph is graph for p in [*aside, *here])
+
+
+def test_busy_bounds_found_by_a_forked_worker_rule_out_what_this_process_rules_out(monkeypatch):
+    """Under a cap, the points after the first are bounded in a forked worker while the first is
+    simulated (ft_search._bounds_aside); with no worker this process bounds each: the same plans
+    simulated, the same points ruled out."""
+    graph = zoo.build("transformer-tiny")
+    fronts = {}
+    for workers in ("2", "1"):
+        monkeypatch.setenv(forked.WORKERS_ENV, workers)
+        ctx = context(graph, "a100-1x8", 8)
+        fronts[workers] = frontier(ctx, least_time_under=ctx.memory_cap_bytes)
+    aside, here = fronts["2"], fronts["1"]
+    assert here.details["ruled_out"]["points"] > 0
+    assert aside.details["ruled_out"] == here.details["ruled_out"]
+    assert [(p.iteration_time_s, p.peak_memory_bytes, dict(p.strategy)) for p in aside] == \
+        [(p.iteration_time_s, p.peak_memory_bytes, dict(p.strategy)) for p in here]
