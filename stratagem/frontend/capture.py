@@ -2,7 +2,8 @@
 
 1. `export.export_program`: torch.export, non-strict, default IR (the coarse ops the planner plans
    with), no decomposition. Parameters and inputs may be on the meta device or fake tensors, so a
-   100-billion-parameter model captures with no memory for its weights.
+   100-billion-parameter model captures with no memory for its weights. Twin layers are traced
+   once per kind of call and their nodes copied for the others (`repeats.py`).
 2. `batchdims.grown_export`: a second export with one more sample tells every tensor's batch dim.
 3. `saved.record_saved`: a fake-tensor run under saved-tensor hooks tells what autograd keeps.
 4. `lower.Lowering`: nodes -> ops, through `aten_map.convert`; what it cannot convert becomes
