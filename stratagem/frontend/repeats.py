@@ -5,10 +5,9 @@ traced once per kind of input, and copied after.
 
 Twins: children of one nn.ModuleList or nn.Sequential with the same fingerprint: the same class,
 equal plain attributes (numbers, strings, dtypes, tuples of them; any other object, a list too,
-only if it is the same object),
-the same parameters and buffers by name, shape, stride, dtype and requires_grad, and the same
-children, recursively; no hooks inside them (the block's own hooks run as always) and no global
-module hooks. A module's trace is a function of its code, its attributes, its tensors' metadata
+only if it is the same object), the same parameters and buffers by name, shape, stride, dtype and
+requires_grad, and the same children, recursively; no hooks inside them (the block's own hooks
+run as always) and no global module hooks. A module's trace is a function of its code, its attributes, its tensors' metadata
 and its arguments, so twins called on arguments of the same metadata add the same nodes:
 
     first call of (fingerprint, arguments' key):  trace it; keep its nodes as a template if
@@ -102,7 +101,7 @@ def fingerprint(block: nn.Module) -> Any:
     """What a block's trace depends on besides its code and arguments (None: not comparable, as
     where a module inside it has hooks)."""
     parts = []
-    for path, m in block.named_modules(remove_duplicate=False):
+    for path, m in block.named_modules():
         if path and any(getattr(m, h, None) for h in HOOKS):
             return None
         attributes = tuple(sorted((k, _value_key(v)) for k, v in vars(m).items() if k not in MODULE_BOOKKEEPING))
@@ -192,7 +191,7 @@ def _node_of(t: torch.Tensor, tracer: Any) -> fx.Node | None:
 
 def _own_tensors(block: nn.Module) -> dict[str, torch.Tensor]:
     return {f"{path}.{name}" if path else name: t
-            for path, m in block.named_modules(remove_duplicate=False)
+            for path, m in block.named_modules()
             for found in (m._parameters, m._buffers) for name, t in found.items() if t is not None}
 
 
