@@ -189,6 +189,11 @@ def _node_of(t: torch.Tensor, tracer: Any) -> fx.Node | None:
     return None if found is None else found.proxy.node
 
 
+def _block_path(tracer: Any) -> str:
+    """The path of the module being called, as the tracer's module stack names it."""
+    return next(reversed(tracer.module_stack.values()))[0]
+
+
 def _own_tensors(block: nn.Module) -> dict[str, torch.Tensor]:
     return {f"{path}.{name}" if path else name: t
             for path, m in block.named_modules()
@@ -226,7 +231,7 @@ def _template(nodes: list[fx.Node], arg_nodes: dict[int, fx.Node | None], own_no
     if any(not _copyable(n) for n in nodes) or None in own_nodes.values():
         return None
     outside = _outside(nodes, arg_nodes, own_nodes)
-    block_path = next(reversed(tracer.module_stack.values()))[0]
+    block_path = _block_path(tracer)
     inner_calls = {fqn[len(block_path):]: count - calls_before.get(fqn, 0) for fqn, count in tracer.num_calls.items()
                    if fqn.startswith(block_path + ".") and count != calls_before.get(fqn, 0)}
     stacks = [_stack_inside(n, tracer, calls_before, inner_calls) for n in nodes]
@@ -267,7 +272,7 @@ def _stack_inside(node: fx.Node, tracer: Any, calls_before: dict[str, int],
     outer = list(tracer.module_stack)
     if not outer or [k for k, _ in stack[:len(outer)]] != outer:
         return None
-    block_path = tracer.module_stack[outer[-1]][0]
+    block_path = _block_path(tracer)
     inside = []
     for key, (fqn, cls) in stack[len(outer):]:
         below = fqn[len(block_path):]
@@ -288,7 +293,7 @@ def _output_leaves(out: Any, nodes: list[fx.Node], tracer: Any) -> tuple[tuple[s
     for leaf in pytree.tree_leaves(out):
         if isinstance(leaf, torch.Tensor):
             node = _node_of(leaf, tracer)
-            if node not in index or "tensor_meta" not in node.meta or not _fresh_makeable(leaf):
+            if node not in index or "tensor_meta" not in node.meta or not _dense_at_zero(leaf):
                 return None
             found.append(("node", index[node]))
         elif isinstance(leaf, PLAIN):
@@ -305,11 +310,9 @@ def _copyable(node: fx.Node) -> bool:
     return schema is None or not schema.is_mutable
 
 
-def _fresh_makeable(t: torch.Tensor) -> bool:
-    return t.storage_offset() == 0 and t.is_contiguous() or _dense_permuted(t)
-
-
-def _dense_permuted(t: torch.Tensor) -> bool:
+def _dense_at_zero(t: torch.Tensor) -> bool:
+    """Whether a tensor of this shape and stride made fresh (empty_strided) has its geometry: its
+    elements dense in some order of its dims, from offset 0."""
     if t.storage_offset() != 0:
         return False
     expected = 1
@@ -327,7 +330,7 @@ def _copied(template: _Template, tracer: Any, leaves: list[Any], own: dict[str, 
     for read, (kind, which) in template.outside.items():
         made[read] = _node_of(leaves[which] if kind == "arg" else own[which], tracer)
     prefix = _converted_stack(tracer.module_stack)
-    block_path = next(reversed(tracer.module_stack.values()))[0]
+    block_path = _block_path(tracer)
     first_call = {below: tracer.num_calls.get(block_path + below, 0) for below in template.inner_calls}
     for node, base, inside in zip(template.nodes, template.bases, template.stacks):
         new = graph.create_node(node.op, node.target, fx.node.map_arg(node.args, made.__getitem__),
