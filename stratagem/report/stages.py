@@ -21,7 +21,20 @@ def stage_lines(plan: Plan) -> list[str]:
     return [f"  stages           {pipe.num_stages} stages of {plan.num_devices // pipe.num_stages} devices, "
             f"{pipe.micro_batches} micro-batches of {batch} ({pipe.micro_batches * batch} a step), "
             f"{pipe.schedule}{bubble}",
-            "  cut before       " + ", ".join(pipe.cuts)]
+            "  cut before       " + ", ".join(pipe.cuts), *_stage_plan_line(plan)]
+
+
+def _stage_plan_line(plan: Plan) -> list[str]:
+    """Which plan each stage runs: one for all (a practitioners' plan), or each stage its own
+    point of FT's frontier on a stage's devices (search.pipeline)."""
+    kind, points = plan.details.get("stage_plan"), plan.details.get("stage_points")
+    if kind is None:
+        return []
+    if points is None:
+        return [f"  stage plan       {kind} in every stage"]
+    chosen = ", ".join(str(q) for q in points["chosen"])
+    return [f"  stage plans      {kind}: points {chosen} of {points['of']} (FT's frontier and its priced "
+            "alternatives on a stage's devices, stage by stage)"]
 
 
 def stage_table(plan: Plan) -> Table:

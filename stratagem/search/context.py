@@ -110,6 +110,14 @@ def runnable_space(space: SpaceOptions, runnable: bool) -> SpaceOptions:
     return replace(space, runnable=True) if runnable else space
 
 
+LABELS = ("label", "stage_plan", "stage_points")     # a plan's details that say what it is, kept by its variants
+
+
+def labels_of(plan: Plan) -> dict[str, Any]:
+    """The details of `plan` that a variant of it (other blocks recomputed) keeps."""
+    return {key: plan.details[key] for key in LABELS if key in plan.details}
+
+
 def make_plan(ctx: PlanningContext, strategy: Mapping[str, Configuration], algorithm: str,
               reuse: Mapping[int, str] | None = None, details: Mapping[str, Any] | None = None) -> Plan:
     """A simulated plan with both its additive and its simulated costs. `reuse`: tensor-reuse

@@ -7,19 +7,26 @@ a stage's plan; here the stages are equal device blocks, as torchtitan's PP mesh
           idle; more shrink the bubble below 1/5 and each micro-batch's kernels)
         g_m  = the graph at batch / m (`graph_at`; for a zoo model the zoo's `rebatched`: the
                graph capture gives there, derived from the capture at the batch where that is exact)
-        for each inner plan of one stage's d = N / p devices (`INNER`: what practitioners
+        for each kind of stage plan on one stage's d = N / p devices (`INNER`: what practitioners
              configure in a stage: data parallel and FSDP where the micro-batch splits over d,
-             tensor parallel in a node with FSDP across; or, asked, FT's fastest plan of the
-             micro-batch on d devices, the same in every stage) and with / without recomputation
-             (by default only where the plan without does not fit: first, in each stage over
-             the memory cap, the fewest of its leading blocks with which it fits, then every
-             block):
-          cuts  = `balanced_cuts`: the blocks cut into p contiguous runs minimizing the largest
-                  run's forward + backward time (the ops before the first block go with stage 0,
-                  after the last with stage p - 1), by the linear-partition DP
-                  T[j][k] = min over i < j of max(T[i][k-1], sum of items i..j-1)
-          the plan: every op's configuration moved into its stage's block (space.pipeline.staged),
-                  simulated (sim.pipeline: one micro-batch's timeline, then the schedule)
+             tensor parallel in a node with FSDP across, the same in every stage; or, asked
+             ("ft"), the points Q of FT's frontier of the micro-batch on d devices, each stage
+             its own) and with / without recomputation (by default only where the plan without
+             does not fit: first, in each stage over the memory cap, the fewest of its leading
+             blocks with which it fits, then every block):
+          items = the blocks (the ops before the first block go with it, after the last with
+                  the last): under stage plan q, t_q(i) one micro-batch's forward + backward +
+                  weight gathers + re-scheduling into its ops, and the bytes it holds (weights,
+                  gradients, optimizer state) and keeps per micro-batch (activations)
+          cuts  = `balanced_cuts`: the items cut into p contiguous runs, each stage with its own
+                  q, minimizing the largest stage time (Alpa §5.2's stage DP, its inner cost a
+                  stage's frontier), by the linear-partition DP
+                  C(i, j, s) = min over q in Q whose run i..j-1 fits stage s's memory of
+                               sum of t_q(i..j-1)
+                  T[j][k]    = min over i < j of max(T[i][k-1], C(i, j, k-1))
+          the plan: every op's configuration, its stage's q's, moved into its stage's block
+                  (space.pipeline.staged), simulated (sim.pipeline: one micro-batch's timeline,
+                  then the schedule)
 A weight two stages would read (a tied embedding and head) rules a cut out; graphs whose blocks
 cannot be cut so give no pipeline plans, nor graphs that micro-batches would train differently
 (space.micro_batching: batch normalization, dropout, a loss that is no mean or sum, ...).
@@ -39,7 +46,7 @@ from stratagem.ir import Graph, Role
 from stratagem.plan import Plan
 from stratagem.search.baselines import tensor_width
 from stratagem.search.ft_search import frontier
-from stratagem.search.context import PlanningContext, context, least_time, make_plan, recomputing
+from stratagem.search.context import PlanningContext, context, labels_of, least_time, make_plan, recomputing
 from stratagem.search.progress import phase
 from stratagem.search.stopping import Interruption, marked, raise_if_stopped
 from stratagem.search.strategies import data_parallel_strategy, tensor_parallel_strategy, with_sharded_state
@@ -48,7 +55,7 @@ from stratagem.space.micro_batching import check_micro_batchable
 from stratagem.space.pipeline import in_flight, staged
 
 INNER = ("data-parallel", "fsdp", "fsdp-tp")       # tried by default
-STAGE_PLANS = (*INNER, "ft")                        # "ft": FT's fastest plan of the micro-batch on d devices
+STAGE_PLANS = (*INNER, "ft")                        # "ft": each stage a point of FT's frontier on d devices
 
 
 @dataclass(frozen=True)
@@ -58,7 +65,8 @@ class PipelineOptions:
                                                              "count, where they divide the batch)"})
     schedule: str = field(default="1f1b", metadata={"help": "gpipe | 1f1b"})
     inner: str = field(default="", metadata={"help": "each stage's plan: data-parallel | fsdp | fsdp-tp | ft "
-                                                     "(FT's fastest on a stage's devices; empty: the first three)"})
+                                                     "(each stage a point of FT's frontier on its devices, "
+                                                     "chosen with the cuts; empty: the first three)"})
     recompute: str = field(default="auto", metadata={"help": "recompute every block: yes | no | both | auto "
                                                              "(where the plan without does not fit: the blocks of "
                                                              "the stages over the cap, else every block)"})
@@ -136,17 +144,23 @@ def _with_recomputation(micro: PlanningContext, stage: PlanningContext, p: int, 
 
 def _candidate(micro: PlanningContext, stage: PlanningContext, p: int, m: int, inner: str, recompute: bool,
                schedule: str) -> Plan | None:
-    per_stage = inner_strategy(stage, inner)
-    if per_stage is None:
+    choices = inner_strategies(stage, inner)
+    if not choices:
         return None
     ctx, stage = (recomputing(micro), recomputing(stage)) if recompute else (micro, stage)
-    cuts = balanced_cuts(ctx, stage, per_stage, p, m, schedule)
-    if cuts is None:
+    found = balanced_cuts(ctx, stage, choices, p, m, schedule)
+    if found is None:
         return None
+    cuts, chosen = found
     pipe = Pipeline(cuts, m, schedule)
-    strategy = Strategy(staged(ctx.graph, pipe, ctx.num_devices, per_stage), pipeline=pipe)
+    stage_index = stage_of(ctx.graph, pipe)
+    per_op = {op.name: choices[chosen[stage_index[op.name]]][op.name] for op in ctx.graph.ops}
+    strategy = Strategy(staged(ctx.graph, pipe, ctx.num_devices, per_op), pipeline=pipe)
     label = f"pipeline {p}x{m} {schedule}, {inner}" + (" + recompute" if recompute else "")
-    return make_plan(ctx, strategy, "pipeline", details={"stage_plan": inner, "label": label})
+    details = {"stage_plan": inner, "label": label}
+    if len(choices) > 1:
+        details["stage_points"] = {"chosen": list(chosen), "of": len(choices)}
+    return make_plan(ctx, strategy, "pipeline", details=details)
 
 
 def recompute_stages_over(micro: PlanningContext, plan: Plan) -> Plan | None:
@@ -197,62 +211,120 @@ def _recomputing_stages(micro: PlanningContext, plan: Plan, by_stage: dict[int, 
     shown = ", ".join(f"{k} of stage {s}" for s, k in sorted(counts.items()) if k)
     label = f"{plan.details['label']} + recompute {shown}"
     return make_plan(recomputing(micro, names), plan.strategy, "pipeline",
-                     details={"stage_plan": plan.details["stage_plan"], "label": label})
+                     details={**labels_of(plan), "label": label})
 
 
 def _fits(plan: Plan, ctx: PlanningContext) -> bool:
     return plan.peak_memory_bytes <= ctx.memory_cap_bytes
 
 
-def inner_strategy(stage: PlanningContext, inner: str) -> dict | None:
-    """One stage's plan on its d devices (devices 0..d-1), or None where it does not apply."""
-    if inner == "data-parallel":
-        return data_parallel_strategy(stage)
+def inner_strategies(stage: PlanningContext, inner: str) -> tuple[dict, ...]:
+    """The plans a stage on d devices (devices 0..d-1) may take: a practitioners' plan (none where
+    it does not apply), or for "ft" every point of FT's frontier of the micro-batch there and the
+    alternatives it priced (data parallel, FSDP), each stage choosing its own."""
     if inner == "ft":
         front = frontier(stage)
         raise_if_stopped(front)
-        return dict(mini_time_or_fastest(front, stage.memory_cap_bytes).strategy.ops)
+        found: dict[tuple, dict] = {}
+        for plan in (*front, *front.alternatives):
+            ops = dict(plan.strategy.ops)
+            found.setdefault(tuple(ops.items()), ops)
+        return tuple(found.values())
+    if inner == "data-parallel":
+        return (data_parallel_strategy(stage),)
     if inner == "fsdp":
-        return with_sharded_state(stage, data_parallel_strategy(stage)) if stage.num_devices > 1 else None
+        return (with_sharded_state(stage, data_parallel_strategy(stage)),) if stage.num_devices > 1 else ()
     tensor = tensor_width(stage)
     if tensor < 2:
-        return None
-    return with_sharded_state(stage, tensor_parallel_strategy(stage, tensor))
+        return ()
+    return (with_sharded_state(stage, tensor_parallel_strategy(stage, tensor)),)
 
 
-def balanced_cuts(ctx: PlanningContext, stage: PlanningContext, per_stage: dict, p: int, m: int,
-                  schedule: str) -> tuple[str, ...] | None:
-    """The first op of stages 1..p-1 of a pipeline of m micro-batches under `schedule`: the
-    blocks cut into p runs of least largest time (the linear-partition DP), among cuts that keep
-    each weight's readers in one stage and whose stages fit the memory cap by the cost model's
-    account (a stage's weights, gradients and optimizer state, and one micro-batch's activations
-    for each micro-batch it holds at once); where none fits, the least largest time alone."""
+@dataclass(frozen=True)
+class StageItems:
+    """Per item (a block with the ops before the first or after the last) under one stage plan:
+    one micro-batch's forward + backward + weight gathers + re-scheduling into its ops, what it
+    holds whatever the micro-batches (weights, gradients, optimizer state), and what it keeps per
+    micro-batch in flight (activations, kept re-scheduled copies)."""
+    time_s: tuple[float, ...]
+    held_bytes: tuple[float, ...]
+    kept_bytes: tuple[float, ...]
+
+
+def stage_items(stage: PlanningContext, per_stage: dict, starts: list[int]) -> StageItems:
+    """The items between `starts` (`_block_starts`) under `per_stage`, by the cost model on a
+    stage's devices (each edge counted with its consumer's item)."""
+    model, ops = stage.model, stage.graph.ops
+    times, held, kept = [0.0] * len(ops), [0.0] * len(ops), [0.0] * len(ops)
+    for i, op in enumerate(ops):
+        cost = model.op_cost(op.name, per_stage[op.name])
+        times[i] = cost.forward_time_s + cost.backward_time_s + cost.gather_time_s
+        memory = cost.memory
+        held[i] = memory.parameter_bytes + memory.gradient_bytes + memory.optimizer_bytes
+        kept[i] = memory.activation_bytes
+    index = stage.graph.op_index
+    for edge in model.edges():
+        cost = model.edge_cost_in(edge, per_stage)
+        times[index[edge.dst_op]] += cost.time_s
+        kept[index[edge.dst_op]] += cost.extra_memory_bytes
+
+    def per_item(values: list[float]) -> tuple[float, ...]:
+        return tuple(sum(values[a:b]) for a, b in zip(starts, starts[1:]))
+    return StageItems(per_item(times), per_item(held), per_item(kept))
+
+
+def balanced_cuts(ctx: PlanningContext, stage: PlanningContext, choices: tuple[dict, ...], p: int, m: int,
+                  schedule: str) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
+    """The first op of stages 1..p-1 of a pipeline of m micro-batches under `schedule`, and which
+    of `choices` (stage plans on d devices) each stage takes: the items cut into p runs of least
+    largest time, each run under its stage's choice, among cuts that keep each weight's readers in
+    one stage and stage plans that fit the memory cap by the cost model's account (a stage's
+    weights, gradients and optimizer state, and one micro-batch's activations for each
+    micro-batch it holds at once); where none fits, the least largest time alone."""
     graph = ctx.graph
     if len(blocks(graph)) < p:
         return None
     starts = _block_starts(graph)
-    costs = [stage.model.op_cost(op.name, per_stage[op.name]) for op in graph.ops]
-    items = [sum(c.forward_time_s + c.backward_time_s for c in costs[a:b]) for a, b in zip(starts, starts[1:])]
-    held = [sum(c.memory.parameter_bytes + c.memory.gradient_bytes + c.memory.optimizer_bytes for c in costs[a:b])
-            for a, b in zip(starts, starts[1:])]
-    kept = [sum(c.memory.activation_bytes for c in costs[a:b]) for a, b in zip(starts, starts[1:])]
-
-    def fits(i: int, j: int, s: int) -> bool:
-        return sum(held[i:j]) + in_flight(schedule, m, p, s) * sum(kept[i:j]) <= ctx.memory_cap_bytes
-
+    items = [stage_items(stage, choice, starts) for choice in choices]
     allowed = _allowed_cuts(graph, starts)
-    chosen = _partition(items, p, allowed, fits)
-    if chosen is None:
-        chosen = _partition(items, p, allowed)
-    return None if chosen is None else tuple(graph.ops[starts[i]].name for i in chosen)
+    found = None
+    for memory_bound in (True, False):
+        run_cost = _stage_cost(items, lambda s: in_flight(schedule, m, p, s), ctx.memory_cap_bytes, memory_bound)
+        found = _partition_runs(len(starts) - 1, p, allowed, run_cost)
+        if found is not None:
+            break
+    if found is None:
+        return None
+    cuts, chosen = found
+    return tuple(graph.ops[starts[i]].name for i in cuts), tuple(chosen)
 
 
-def mini_time_or_fastest(front, cap_bytes: float) -> Plan:
-    """The frontier's least time under the cap, else its fastest point."""
-    try:
-        return least_time([*front, *front.alternatives], cap_bytes)
-    except StratagemError:
-        return front.min_time
+def _stage_cost(items: list[StageItems], in_flight_of: Callable[[int], int], cap_bytes: float,
+                memory_bound: bool) -> Callable[[int, int, int], tuple[float, int]]:
+    """C(i, j, s): the least time of items i..j-1 as stage s over the choices whose run fits the cap
+    (every choice where not `memory_bound`), and which choice; (inf, -1) where none fits."""
+    prefixes = [(_prefix(it.time_s), _prefix(it.held_bytes), _prefix(it.kept_bytes)) for it in items]
+    memo: dict[tuple[int, int, int], tuple[float, int]] = {}
+
+    def cost(i: int, j: int, s: int) -> tuple[float, int]:
+        flight = in_flight_of(s)
+        key = (i, j, flight)
+        if key not in memo:
+            best = (float("inf"), -1)
+            for q, (time, held, kept) in enumerate(prefixes):
+                if memory_bound and (held[j] - held[i]) + flight * (kept[j] - kept[i]) > cap_bytes:
+                    continue
+                best = min(best, (time[j] - time[i], q))
+            memo[key] = best
+        return memo[key]
+    return cost
+
+
+def _prefix(values: tuple[float, ...]) -> list[float]:
+    out = [0.0]
+    for x in values:
+        out.append(out[-1] + x)
+    return out
 
 
 def _can_cut(graph: Graph, parts: int) -> bool:
@@ -289,33 +361,45 @@ def _partition(items: list[float], parts: int, allowed: set[int],
     """Cut positions (item indices) splitting `items` into `parts` contiguous runs whose largest
     sum is least; cuts only at `allowed` positions, and (given `fits`) only runs items[i:j] that
     fits(i, j, run index) allows. None when no such cut exists."""
-    n = len(items)
-    prefix = [0.0]
-    for x in items:
-        prefix.append(prefix[-1] + x)
+    prefix = _prefix(tuple(items))
+
+    def run_cost(i: int, j: int, k: int) -> tuple[float, int]:
+        if fits is not None and not fits(i, j, k):
+            return float("inf"), -1
+        return prefix[j] - prefix[i], 0
+    found = _partition_runs(len(items), parts, allowed, run_cost)
+    return None if found is None else found[0]
+
+
+def _partition_runs(n: int, parts: int, allowed: set[int], run_cost: Callable[[int, int, int], tuple[float, int]]
+                    ) -> tuple[list[int], list[int]] | None:
+    """The linear-partition DP over n items: cut positions splitting them into `parts` contiguous
+    runs whose largest cost is least, run k of items i..j-1 costing run_cost(i, j, k) = (cost,
+    choice) (inf: not allowed), cuts only at `allowed` positions; with each run's choice. None
+    when no such cut exists."""
     inf = float("inf")
     best = [[inf] * (parts + 1) for _ in range(n + 1)]
-    back = [[-1] * (parts + 1) for _ in range(n + 1)]
+    back = [[(-1, -1)] * (parts + 1) for _ in range(n + 1)]
     best[0][0] = 0.0
     for k in range(1, parts + 1):
         for j in range(k, n + 1):
             if j < n and j not in allowed:
                 continue
             for i in range(k - 1, j):
-                if best[i][k - 1] == inf or (i > 0 and i not in allowed):
+                if best[i][k - 1] == inf or (i > 0 and i not in allowed) or best[i][k - 1] >= best[j][k]:
                     continue
-                if fits is not None and not fits(i, j, k - 1):
-                    continue
-                cost = max(best[i][k - 1], prefix[j] - prefix[i])
+                run, choice = run_cost(i, j, k - 1)
+                cost = max(best[i][k - 1], run)
                 if cost < best[j][k]:
-                    best[j][k], back[j][k] = cost, i
+                    best[j][k], back[j][k] = cost, (i, choice)
     if best[n][parts] == inf:
         return None
-    cuts, j = [], n
+    cuts, chosen, j = [], [], n
     for k in range(parts, 0, -1):
-        j = back[j][k]
+        j, choice = back[j][k]
         cuts.append(j)
-    return sorted(cuts)[1:]
+        chosen.append(choice)
+    return sorted(cuts)[1:], chosen[::-1]
 
 
 def _check(options: PipelineOptions) -> None:

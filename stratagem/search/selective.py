@@ -46,7 +46,7 @@ from dataclasses import replace
 
 from stratagem.cost.recompute import blocks
 from stratagem.plan import Plan
-from stratagem.search.context import PlanningContext, make_plan
+from stratagem.search.context import PlanningContext, labels_of, make_plan
 from stratagem.sim.builder import Simulation
 
 
@@ -77,8 +77,7 @@ def with_first(ctx: PlanningContext, k: int, saving: str = "recompute") -> Plann
 def with_first_recomputed(ctx: PlanningContext, plan: Plan, k: int, saving: str = "recompute") -> Plan:
     """`plan`'s strategy with the first k blocks recomputed (or offloaded: `saving`) and the others
     keeping their activations (whatever the plan did with them before), simulated."""
-    details = {key: plan.details[key] for key in ("label", "stage_plan") if key in plan.details}
-    return make_plan(with_first(ctx, k, saving), plan.strategy, plan.algorithm, details=details)
+    return make_plan(with_first(ctx, k, saving), plan.strategy, plan.algorithm, details=labels_of(plan))
 
 
 def fewest_recomputed(ctx: PlanningContext, plan: Plan, saving: str = "recompute") -> Plan | None:

@@ -13,6 +13,7 @@ import pytest
 from stratagem.errors import ConfigError, StratagemError
 from stratagem.frontend import zoo
 from stratagem.plan import Plan
+from stratagem.report.stages import stage_lines
 from stratagem.search import registry
 from stratagem.search.context import context, make_plan, recomputing
 from stratagem.search.modes import staged_plans
@@ -58,6 +59,7 @@ def test_every_plan_is_a_valid_simulated_pipeline(gpt_plans):
         (2, 2), (2, 4), (2, 8), (4, 4), (4, 8)}
     for plan in plans:
         check_pipeline(plan.graph, plan.strategy, plan.strategy.pipeline, 16)
+        assert f"{plan.details['stage_plan']} in every stage" in "\n".join(stage_lines(plan))
         batch = plan.graph.tensors["tokens"].shape[0]
         assert batch * plan.strategy.pipeline.micro_batches == ctx.graph.tensors["tokens"].shape[0]
         assert plan.iteration_time_s > 0 and plan.peak_memory_bytes > 0
@@ -159,16 +161,87 @@ def test_cuts_under_a_memory_bound_are_the_least_largest_run_that_fits(seed):
     assert max(sum(items[a:b]) for a, b in zip(bounds, bounds[1:])) == pytest.approx(best, rel=1e-12)
 
 
-def test_stages_may_take_fts_own_plan():
-    from stratagem.search.ft_search import frontier
-    from stratagem.search.pipeline import mini_time_or_fastest
-    ctx = context(zoo.build("gpt-tiny-tiny"), "a100-2x8", 16)
+def brute_force_runs(n, parts, allowed, run_cost):
+    """The least largest run cost over every allowed cut, each run taking its best choice."""
+    best = None
+    for cuts in itertools.combinations(sorted(allowed), parts - 1):
+        bounds = (0, *cuts, n)
+        cost = max(run_cost(a, b, k)[0] for k, (a, b) in enumerate(zip(bounds, bounds[1:])))
+        if cost != float("inf"):
+            best = cost if best is None else min(best, cost)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_each_stage_takes_its_own_choice_and_the_cuts_are_the_least_largest_run(seed):
+    """Stages choosing among several plans (time and memory per item under each), the stage of
+    more micro-batches in flight held to leaner ones: the DP's cuts and choices give the least
+    largest stage time over every cut and every choice per stage, and each chosen run fits."""
+    from stratagem.search.pipeline import StageItems, _partition_runs, _stage_cost
+    rng = random.Random(300 + seed)
+    n, parts, choices = rng.randint(3, 8), rng.randint(2, 4), rng.randint(1, 4)
+    items = [StageItems(tuple(rng.uniform(0.1, 3.0) for _ in range(n)), tuple(rng.uniform(0.0, 1.0) for _ in range(n)),
+                        tuple(rng.uniform(0.1, 1.5) for _ in range(n))) for _ in range(choices)]
+    cap = rng.uniform(2.0, 8.0)
+    allowed = {i for i in range(1, n) if rng.random() < 0.8}
+    run_cost = _stage_cost(items, lambda s: parts - s, cap, memory_bound=True)
+
+    def every_choice(i, j, k):
+        fitting = [(sum(it.time_s[i:j]), q) for q, it in enumerate(items)
+                   if sum(it.held_bytes[i:j]) + (parts - k) * sum(it.kept_bytes[i:j]) <= cap]
+        return min(fitting, default=(float("inf"), -1))
+    expected = brute_force_runs(n, parts, allowed, every_choice)
+    found = _partition_runs(n, parts, allowed, run_cost)
+    if expected is None:
+        assert found is None
+        return
+    cuts, chosen = found
+    assert set(cuts) <= allowed and len(cuts) == parts - 1 and len(chosen) == parts
+    bounds = (0, *cuts, n)
+    for k, ((a, b), q) in enumerate(zip(zip(bounds, bounds[1:]), chosen)):
+        it = items[q]
+        assert sum(it.held_bytes[a:b]) + (parts - k) * sum(it.kept_bytes[a:b]) <= cap
+    largest = max(sum(items[q].time_s[a:b]) for (a, b), q in zip(zip(bounds, bounds[1:]), chosen))
+    assert largest == pytest.approx(expected, rel=1e-12)
+
+
+def test_each_stage_takes_its_own_point_of_fts_frontier():
+    """inner=ft: every stage's ops take the configurations of one point of FT's frontier of the
+    micro-batch on a stage's devices (or an alternative it priced), the points and cuts being the
+    stage DP's optimum over every cut and every point per stage (by the items' costs). Under a cap
+    that the last stage's fastest point just fits with its one micro-batch in flight, the first
+    stage, holding two under 1F1B, takes another."""
+    from stratagem.search.pipeline import _allowed_cuts, _block_starts, inner_strategies, stage_items
+    whole = zoo.build("gpt-tiny-tiny")
+    micro_graph = zoo.build("gpt-tiny-tiny", batch_size=next(iter(whole.batch_sizes)) // 2)
+    stage = context(micro_graph, "a100-2x8", 8)
+    choices = inner_strategies(stage, "ft")
+    starts = _block_starts(micro_graph)
+    items = [stage_items(stage, choice, starts) for choice in choices]
+    assert len(choices) > 2 and len(starts) - 1 == 2          # two blocks: one a stage
+    last = min(range(len(items)), key=lambda q: (items[q].time_s[1], q))
+    cap = items[last].held_bytes[1] + items[last].kept_bytes[1]
+    assert items[last].held_bytes[0] + 2 * items[last].kept_bytes[0] > cap      # too much for stage 0
+
+    ctx = context(whole, "a100-2x8", 16, memory_cap_bytes=cap)
     (plan,) = pipeline_plans(ctx, PipelineOptions(stages=2, micro_batches=2, inner="ft", recompute="no"))
     check_pipeline(plan.graph, plan.strategy, plan.strategy.pipeline, 16)
-    stage = context(zoo.build("gpt-tiny-tiny", batch_size=1), "a100-2x8", 8)
-    own = mini_time_or_fastest(frontier(stage), stage.memory_cap_bytes)
-    assert plan.details["stage_plan"] == "ft"
-    assert all(plan.strategy[op].levels == own.strategy[op].levels for op in own.strategy)
+    assert plan.graph == micro_graph
+    assert plan.details["stage_plan"] == "ft" and plan.details["stage_points"]["of"] == len(choices)
+    chosen = plan.details["stage_points"]["chosen"]
+    assert chosen[1] == last and chosen[0] != last
+    for s, ops in enumerate(stage_ops(plan.graph, plan.strategy.pipeline)):
+        assert all(plan.strategy[op].levels == choices[chosen[s]][op].levels for op in ops)
+    assert f"ft: points {chosen[0]}, {chosen[1]} of {len(choices)}" in "\n".join(stage_lines(plan))
+
+    def every_point(i, j, k):
+        in_flight = 2 - k                                       # 1F1B, 2 micro-batches, 2 stages
+        fitting = [(sum(it.time_s[i:j]), q) for q, it in enumerate(items)
+                   if sum(it.held_bytes[i:j]) + in_flight * sum(it.kept_bytes[i:j]) <= cap]
+        return min(fitting, default=(float("inf"), -1))
+    expected = brute_force_runs(len(starts) - 1, 2, _allowed_cuts(micro_graph, starts), every_point)
+    largest = max(sum(items[q].time_s[a:b]) for (a, b), q in zip(((0, 1), (1, 2)), chosen))
+    assert largest == pytest.approx(expected, rel=1e-12)
 
 
 def test_only_the_stages_over_the_cap_recompute_first():
