@@ -10,11 +10,12 @@ fastest plan under the device memory (the planner's cap, memory / 1.1) of:
                      recomputation). FT's own frontier is not searched here (at these sizes it
                      takes 10-30 minutes a case on 2 cores); `--ft` adds it.
     with stages      the pipeline search's plans (stages x micro-batches, 1F1B, a practitioners'
-                     plan in each stage)
+                     plan in each stage; `--stage-ft` adds those whose stages each take their own
+                     point of FT's frontier on a stage's devices, chosen with the cuts: slow too)
 and the pipeline search's wall time (captures at the micro-batch sizes included).
 
 Run: PYTHONPATH=. python benchmarks/pipeline_stages.py [model ...] [--nodes 2 4] [--kinds a100 h100]
-     [--ft]. Wall times need an idle machine.
+     [--ft] [--stage-ft]. Wall times need an idle machine.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def describe(plan) -> str:
     return f"{label}: {plan.iteration_time_s * 1e3:,.0f} ms, {plan.peak_memory_bytes / 2**30:.1f} GiB"
 
 
-def run_case(model: str, kind: str, nodes: int, slow: bool, directory: Path, with_ft: bool) -> None:
+def run_case(model: str, kind: str, nodes: int, slow: bool, directory: Path, with_ft: bool, stage_ft: bool) -> None:
     cluster = cluster_file(kind, nodes, slow, directory)
     precision = sg.zoo.info(model).precision
     ctx = context(sg.zoo.build(model), cluster, nodes * 8, precision=precision)
@@ -76,6 +77,8 @@ def run_case(model: str, kind: str, nodes: int, slow: bool, directory: Path, wit
         without.append(registry.run(ctx, "ft", {}))
     start = time.perf_counter()
     staged = pipeline_plans(ctx, PipelineOptions())
+    if stage_ft:
+        staged += pipeline_plans(ctx, PipelineOptions(inner="ft"))
     wall_s = time.perf_counter() - start
     a, b = best(without, ctx.memory_cap_bytes), best(staged, ctx.memory_cap_bytes)
     gain = f"{a.iteration_time_s / b.iteration_time_s:.2f}x" if a and b else "-"
@@ -90,6 +93,7 @@ def main() -> None:
     parser.add_argument("--nodes", nargs="*", type=int, default=[2, 4])
     parser.add_argument("--kinds", nargs="*", default=["a100", "h100"])
     parser.add_argument("--ft", action="store_true", help="also FT's frontier without stages (slow)")
+    parser.add_argument("--stage-ft", action="store_true", help="also stages each on its own FT point (slow)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     print("| model | cluster | links | fastest without stages | fastest with stages | speed-up | search wall |")
@@ -99,7 +103,7 @@ def main() -> None:
             for kind in args.kinds:
                 for nodes in args.nodes:
                     for slow in (False, True):
-                        run_case(model, kind, nodes, slow, Path(directory), args.ft)
+                        run_case(model, kind, nodes, slow, Path(directory), args.ft, args.stage_ft)
 
 
 if __name__ == "__main__":

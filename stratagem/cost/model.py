@@ -379,22 +379,25 @@ class CostModel:
             np.maximum.at(parts["transient"], list(spans.of(devices)), num_bytes)
         return {kind: np.repeat(values, spans.lengths).tolist() for kind, values in parts.items()}
 
-    def host_bytes(self, strategy: Mapping[str, Configuration]) -> list[float]:
+    def host_bytes(self, strategy: Mapping[str, Configuration], copies: Sequence[int] | None = None) -> list[float]:
         """Per device, the weights, gradients and optimizer state its ops keep in host memory
         (the "offloaded" weight state) and the activations its offloaded blocks send there
-        (cost.activation_offload); none of the device's memory."""
+        (cost.activation_offload), those `copies[d]` times on device d (a pipeline stage's
+        micro-batches in flight; once where not given); none of the device's memory."""
         found = np.zeros(self.num_devices)
+        times = np.ones(self.num_devices) if copies is None else np.asarray(copies, dtype=float)
         for op in self.graph.ops:
             config = strategy[op.name]
             if config.offloaded or op.name in self.offloaded:
                 memory = self.op_cost(op.name, config).memory
-                found[config.first_device:config.first_device + config.num_devices] += \
-                    memory.host_bytes + memory.offloaded_bytes
+                on = slice(config.first_device, config.first_device + config.num_devices)
+                found[on] += memory.host_bytes + memory.offloaded_bytes * times[on]
         return found.tolist()
 
-    def host_bytes_per_node(self, strategy: Mapping[str, Configuration]) -> float:
+    def host_bytes_per_node(self, strategy: Mapping[str, Configuration], copies: Sequence[int] | None = None
+                            ) -> float:
         """The most host memory the devices of one node keep offloaded (`host_bytes`, summed per node)."""
-        per_device = np.asarray(self.host_bytes(strategy))
+        per_device = np.asarray(self.host_bytes(strategy, copies))
         per = self.cluster.spec.devices_per_node
         padded = np.concatenate([per_device, np.zeros(-len(per_device) % per)])
         return float(padded.reshape(-1, per).sum(axis=1).max()) if len(padded) else 0.0

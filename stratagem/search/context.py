@@ -186,11 +186,6 @@ def _pipeline_plan(ctx: PlanningContext, strategy: Strategy, algorithm: str,
                    details: Mapping[str, Any] | None) -> Plan:
     """A plan with stages, simulated (sim.pipeline). Eq. 3 prices one step on every device, not a
     schedule: such a plan records its simulated costs as its additive ones, and says so."""
-    if ctx.model.offload_activations:
-        raise ConfigError("activation offload in a plan with pipeline stages is not built",
-                          expected="a plan without stages, or stages that keep or recompute their activations",
-                          got=f"{len(ctx.model.offload_activations)} blocks offloaded",
-                          hint="Plan the stages without offload_activations")
     simulation = PipelineSimulation(ctx.model, strategy, representative=True)
     result = simulation.run()
     pipe, run = strategy.pipeline, simulation.schedule_run
@@ -203,9 +198,13 @@ def _pipeline_plan(ctx: PlanningContext, strategy: Strategy, algorithm: str,
     rate = throughput(ctx.model, result.iteration_time_s, pipe.micro_batches)
     details["throughput"] = {"per_s": rate.items_per_s, "unit": rate.unit, "mfu": rate.mfu}
     details["additive"] = "Eq. 3 prices no schedule: the simulated costs"
+    if ctx.model.offload_activations or any(c.state == "offloaded" for c in strategy.values()):
+        details["host_memory"] = {"per_node_bytes": simulation.host_bytes_per_node(),
+                                  "node_bytes": ctx.model.cluster.spec.host.memory_bytes}
     plan = Plan(ctx.graph, ctx.cluster_name, ctx.num_devices, strategy, additive_time_s=result.iteration_time_s,
                 additive_memory_bytes=result.peak_memory_bytes, algorithm=algorithm, optimizer=ctx.optimizer,
-                model=ctx.zoo_name, details=details, precision=ctx.precision, recompute=ctx.model.recompute)
+                model=ctx.zoo_name, details=details, precision=ctx.precision, recompute=ctx.model.recompute,
+                offload_activations=ctx.model.offload_activations)
     return plan.with_simulation(result)
 
 

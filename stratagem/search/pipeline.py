@@ -13,7 +13,8 @@ a stage's plan; here the stages are equal device blocks, as torchtitan's PP mesh
              ("ft"), the points Q of FT's frontier of the micro-batch on d devices, each stage
              its own) and with / without recomputation (by default only where the plan without
              does not fit: first, in each stage over the memory cap, the fewest of its leading
-             blocks with which it fits, then every block):
+             blocks with which it fits, recomputed, and where the cluster has host memory,
+             offloaded instead; then every block recomputed):
           items = the blocks (the ops before the first block go with it, after the last with
                   the last): under stage plan q, t_q(i) one micro-batch's forward + backward +
                   weight gathers + re-scheduling into its ops, and the bytes it holds (weights,
@@ -46,7 +47,9 @@ from stratagem.ir import Graph, Role
 from stratagem.plan import Plan
 from stratagem.search.baselines import tensor_width
 from stratagem.search.ft_search import frontier
-from stratagem.search.context import PlanningContext, context, labels_of, least_time, make_plan, recomputing
+from stratagem.search.context import (
+    PlanningContext, context, fits_host, labels_of, least_time, make_plan, offloading, recomputing,
+)
 from stratagem.search.progress import phase
 from stratagem.search.stopping import Interruption, marked, raise_if_stopped
 from stratagem.search.strategies import data_parallel_strategy, tensor_parallel_strategy, with_sharded_state
@@ -70,6 +73,9 @@ class PipelineOptions:
     recompute: str = field(default="auto", metadata={"help": "recompute every block: yes | no | both | auto "
                                                              "(where the plan without does not fit: the blocks of "
                                                              "the stages over the cap, else every block)"})
+    offload: str = field(default="auto", metadata={"help": "under recompute=auto, also offload the activations "
+                                                           "of the blocks of the stages over the cap instead: auto "
+                                                           "(where the cluster has host memory) | no"})
 
 
 def pipeline(ctx: PlanningContext, options: PipelineOptions = PipelineOptions()) -> Plan:
@@ -123,23 +129,29 @@ def pipeline_plans(ctx: PlanningContext, options: PipelineOptions = PipelineOpti
 def _with_recomputation(micro: PlanningContext, stage: PlanningContext, p: int, m: int, inner: str,
                         options: PipelineOptions) -> list[Plan]:
     """The candidates of one (p, m, inner plan): as `options.recompute` asks; under "auto" the
-    plan keeping every activation, and where it does not fit, the one recomputing the blocks of
-    the stages over the cap, and where that does not fit either (or is every block), the one
-    recomputing every block."""
+    plan keeping every activation, and where it does not fit, the ones recomputing the blocks of
+    the stages over the cap and (where the cluster has host memory and `options.offload` allows)
+    offloading them instead, and where neither fits (or is every block), the one recomputing
+    every block."""
     if options.recompute != "auto":
         found = (_candidate(micro, stage, p, m, inner, r, options.schedule) for r in _recompute_choices(options))
         return [plan for plan in found if plan is not None]
     plain = _candidate(micro, stage, p, m, inner, False, options.schedule)
     if plain is None or _fits(plain, micro):
         return [plain] if plain is not None else []
-    found = [plain]
-    partly = recompute_stages_over(micro, plain)
-    if partly is not None:
-        found.append(partly)
-        if _fits(partly, micro):
-            return found
+    saved = [found for found in (recompute_stages_over(micro, plain, saving) for saving in _savings(micro, options))
+             if found is not None]
+    if any(_fits(plan, micro) for plan in saved):
+        return [plain, *saved]
     fully = _candidate(micro, stage, p, m, inner, True, options.schedule)
-    return found + ([fully] if fully is not None else [])
+    return [plain, *saved, *([fully] if fully is not None else [])]
+
+
+def _savings(micro: PlanningContext, options: PipelineOptions) -> tuple[str, ...]:
+    """How the stages over the cap may save their blocks' activations: recomputed, and offloaded
+    to host memory where the cluster has a host section (cost.activation_offload)."""
+    hosts = micro.model.cluster.spec.host is not None
+    return ("recompute", "offload") if hosts and options.offload == "auto" else ("recompute",)
 
 
 def _candidate(micro: PlanningContext, stage: PlanningContext, p: int, m: int, inner: str, recompute: bool,
@@ -163,12 +175,12 @@ def _candidate(micro: PlanningContext, stage: PlanningContext, p: int, m: int, i
     return make_plan(ctx, strategy, "pipeline", details=details)
 
 
-def recompute_stages_over(micro: PlanningContext, plan: Plan) -> Plan | None:
-    """The plan recomputing, in each stage over the memory cap (1F1B's first stages hold the most
-    micro-batches), the fewest of that stage's leading blocks with which it fits, the other stages
-    keeping their activations; None where no stage is over. Where a stage is over even recomputing
-    all its blocks, the plan recomputing every block of the stages over (the caller then tries
-    every block). search.selective's reasoning stage by stage:
+def recompute_stages_over(micro: PlanningContext, plan: Plan, saving: str = "recompute") -> Plan | None:
+    """The plan recomputing (or offloading: `saving`), in each stage over the memory cap (1F1B's
+    first stages hold the most micro-batches), the fewest of that stage's leading blocks with which
+    it fits, the other stages keeping their activations; None where no stage is over. Where a stage
+    is over even saving all its blocks, the plan saving every block of the stages over (the caller
+    then tries recomputing every block). search.selective's reasoning stage by stage:
     stages hold disjoint devices, so a stage's blocks change its own peak only, and every stage
     over the cap is bisected at once, one simulation per round (about log2 of a stage's blocks)."""
     pipe = plan.strategy.pipeline
@@ -190,7 +202,7 @@ def recompute_stages_over(micro: PlanningContext, plan: Plan) -> Plan | None:
     def made(counts: dict[int, int]) -> Plan:
         key = tuple(sorted(counts.items()))
         if key not in tried:
-            tried[key] = _recomputing_stages(micro, plan, by_stage, counts)
+            tried[key] = _saving_stages(micro, plan, by_stage, counts, saving)
         return tried[key]
 
     if any(over_cap(made(high), s) for s in over):
@@ -204,18 +216,18 @@ def recompute_stages_over(micro: PlanningContext, plan: Plan) -> Plan | None:
     return made(high)
 
 
-def _recomputing_stages(micro: PlanningContext, plan: Plan, by_stage: dict[int, list[str]],
-                        counts: dict[int, int]) -> Plan:
-    """`plan` with the first counts[s] blocks of each stage s recomputed, simulated."""
+def _saving_stages(micro: PlanningContext, plan: Plan, by_stage: dict[int, list[str]], counts: dict[int, int],
+                   saving: str) -> Plan:
+    """`plan` with the first counts[s] blocks of each stage s recomputed (or offloaded), simulated."""
     names = tuple(name for s, k in sorted(counts.items()) for name in by_stage[s][:k])
     shown = ", ".join(f"{k} of stage {s}" for s, k in sorted(counts.items()) if k)
-    label = f"{plan.details['label']} + recompute {shown}"
-    return make_plan(recomputing(micro, names), plan.strategy, "pipeline",
-                     details={**labels_of(plan), "label": label})
+    label = f"{plan.details['label']} + {saving} {shown}"
+    ctx = recomputing(micro, names) if saving == "recompute" else offloading(micro, names)
+    return make_plan(ctx, plan.strategy, "pipeline", details={**labels_of(plan), "label": label})
 
 
 def _fits(plan: Plan, ctx: PlanningContext) -> bool:
-    return plan.peak_memory_bytes <= ctx.memory_cap_bytes
+    return plan.peak_memory_bytes <= ctx.memory_cap_bytes and fits_host(plan)
 
 
 def inner_strategies(stage: PlanningContext, inner: str) -> tuple[dict, ...]:
@@ -407,6 +419,8 @@ def _check(options: PipelineOptions) -> None:
         raise ConfigError("unknown pipeline schedule", expected=" | ".join(SCHEDULES), got=repr(options.schedule))
     if options.inner and options.inner not in STAGE_PLANS:
         raise ConfigError("unknown stage plan", expected=" | ".join(STAGE_PLANS), got=repr(options.inner))
+    if options.offload not in ("auto", "no"):
+        raise ConfigError("offload option is not valid", expected="auto | no", got=repr(options.offload))
     if options.recompute not in ("yes", "no", "both", "auto"):
         raise ConfigError("recompute option is not valid", expected="yes | no | both | auto",
                           got=repr(options.recompute))

@@ -24,7 +24,10 @@ timeline plus the cuts' moves and the tails.
 
 Memory on device d of stage s: the one micro-batch's peak there, plus the activations one
 micro-batch keeps there (cost model's memory by kind) for each further micro-batch the stage holds
-at once (GPipe: m, 1F1B: p - s).
+at once (GPipe: m, 1F1B: p - s). A block that offloads its activations (cost.activation_offload)
+keeps none of them on the device: its copies to the host count in the stage's forward (the last
+copy out ends its micro-batch there) and backward (each B waits for its copy back in), and the host
+holds one micro-batch's of them for each the stage holds at once (`host_bytes_per_node`).
 
 `change(op, config)` re-simulates the micro-batch's timeline incrementally (FlexFlow §5.3's delta
 simulation) and runs the schedule again; `run()` simulates it whole; both give the same result.
@@ -134,7 +137,7 @@ class PipelineSimulation:
         for name, tasks in state.op_tasks.items():
             s = self.stage[name]
             per_micro_batch = (*tasks["BG"], *tasks["B"], *(tasks["sync"] if state.strategy[name].sharded_state else ()))
-            forward[s] = max([forward[s], *(end[t] for t in (*tasks["G"], *tasks["F"]))])
+            forward[s] = max([forward[s], *(end[t] for t in (*tasks["G"], *tasks["F"], *tasks["OD"]))])
             backward[s] = max([backward[s], *(end[t] for t in per_micro_batch)])
         for k, tasks in state.edge_tasks.items():
             if not self._crossing(k):
@@ -158,6 +161,19 @@ class PipelineSimulation:
         if self._run is None:
             self.run()
         return self._run
+
+    def in_flight_per_device(self) -> list[int]:
+        """Per device, the most micro-batches its stage holds at once (as the schedule runs)."""
+        held, found = self.schedule_run.in_flight, [1] * self.model.num_devices
+        for s, block in enumerate(self.blocks):
+            for d in block:
+                found[d] = max(held[s], 1)
+        return found
+
+    def host_bytes_per_node(self) -> float:
+        """The most host memory one node's devices keep offloaded: weight states once, each
+        offloaded block's activations once per micro-batch its stage holds at once."""
+        return self.model.host_bytes_per_node(self.inner.strategy, self.in_flight_per_device())
 
     def peak_memory_per_device(self) -> tuple[float, ...]:
         one = self._one.peak_memory_per_device

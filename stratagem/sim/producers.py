@@ -14,7 +14,8 @@ For an op o at configuration c, costs oc = model.op_cost(o, c):
         host, its sync steps end with the gradient's copy out
     activation offload (oc.offload, oc.reload; cost.activation_offload): the copy to the host after
         every F(o, .); the copy back after it and after backward reached o's block (every B of the
-        ops after the block's last op on o's devices), before every B(o, .)
+        ops after the block's last op on o's devices; with pipeline stages, also every B of the
+        next stage's first op, after which the stage's gradients come), before every B(o, .)
 For an edge e = (tensor t, producer p or the data loader or the weight's owner, consumer q):
     forward steps (edge cost's forward_steps): a chain of tasks after every F(p, .) (none for
         inputs and weights) and after each of q's devices reached q's turn (`SimState.turn_of`:
@@ -57,6 +58,9 @@ def add_op(state: SimState, name: str) -> None:
                                    shared=tasks["BG"][-1:] + tasks["OH"], each=tasks["F"])
     state.op_tasks[name] = tasks
     _chain(state, name)
+    for waiting in state.waiting_reloads.get(name, ()):
+        if waiting in state.op_tasks and state.op_tasks[waiting]["OH"]:
+            graph.add_preds(state.op_tasks[waiting]["OH"][0], list(tasks["B"]))
     previous = list(tasks["B"])
     for j, step in enumerate(cost.sync):
         t = graph.add(step.time_s, graph.step_resources(step), previous, state.key(BACKWARD, name, SLOT_SYNC, j),
@@ -100,6 +104,9 @@ def _block_turn(state: SimState, name: str) -> list[int]:
                 found += _tasks_on(state, ops[i].name, "B", range(lo, hi))
             rest += [r for r in (range(piece.start, lo), range(hi, piece.stop)) if len(r)]
         left, i = rest, i + 1
+    across = state.reloads_wait_for.get(name)
+    if across is not None and across in state.op_tasks:
+        found += state.op_tasks[across]["B"]
     return found
 
 

@@ -15,7 +15,7 @@ from stratagem.cost.edgecost import is_weight_edge
 from stratagem.sim.keys import structural_key
 from stratagem.sim.ranks import DeviceClasses, every_device
 from stratagem.sim.taskgraph import TaskGraph
-from stratagem.space import Configuration, Edge, check_reuse
+from stratagem.space import Configuration, Edge, check_reuse, pipeline_of, stage_ops
 
 
 class SimState:
@@ -34,6 +34,9 @@ class SimState:
         self.offload_from: Mapping[str, str] = self.graph.meta.get("offload_from", {})
         self.offload_saved: Mapping[str, tuple[str, ...]] = self.graph.meta.get("offload_saved", {})
         self.offload_blocks: Mapping[str, tuple[str, ...]] = self.graph.meta.get("offload_blocks", {})   # by last op
+        # with pipeline stages, an offloaded op's reload also waits for the backward of the next
+        # stage's first op (its stage's gradients are there), and the reverse
+        self.reloads_wait_for, self.waiting_reloads = _reloads_across_cuts(self.graph, strategy, self.offload_from)
         self.edges = model.edges()
         self._same_layout: dict[int, tuple] = {}
         check_reuse(self.edges, self.reuse)
@@ -129,3 +132,22 @@ class SimState:
                     == self.model.input_layout(e.dst_op, configs[1], index))
             found = self._same_layout[k] = (configs, same)
         return found[1]
+
+
+def _reloads_across_cuts(graph, strategy: Mapping[str, Configuration], offload_from: Mapping[str, str]
+                         ) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
+    """In a plan with stages, each offloaded op of stage s < p - 1 against the first op of stage
+    s + 1: backward reaches the end of stage s when that op's backward is done (the gradients
+    crossing the cut come from there), whatever runs after the block on the op's own devices
+    (nothing, for a stage's last block). Both directions: op -> that first op, first op -> ops."""
+    pipe = pipeline_of(strategy)
+    if pipe is None or not offload_from:
+        return {}, {}
+    stages = stage_ops(graph, pipe)
+    waits: dict[str, str] = {}
+    for ops, after in zip(stages, stages[1:]):
+        waits.update({op: after[0] for op in ops if op in offload_from})
+    waiting: dict[str, list[str]] = {}
+    for op, first in waits.items():
+        waiting.setdefault(first, []).append(op)
+    return waits, {first: tuple(ops) for first, ops in waiting.items()}

@@ -15,7 +15,7 @@ from stratagem.frontend import zoo
 from stratagem.plan import Plan
 from stratagem.report.stages import stage_lines
 from stratagem.search import registry
-from stratagem.search.context import context, make_plan, recomputing
+from stratagem.search.context import context, make_plan, offloading, recomputing
 from stratagem.search.modes import staged_plans
 from stratagem.search.pipeline import PipelineOptions, _partition, pipeline_plans, recompute_stages_over
 from stratagem.cost.recompute import blocks
@@ -246,7 +246,7 @@ def test_each_stage_takes_its_own_point_of_fts_frontier():
 
 def test_only_the_stages_over_the_cap_recompute_first():
     ctx = context(zoo.build("gpt-tiny"), "a100-2x8", 16, memory_cap_bytes="36MiB")
-    plain, partly, fully = pipeline_plans(ctx, PipelineOptions(stages=4, micro_batches=8))
+    plain, partly, _, fully = pipeline_plans(ctx, PipelineOptions(stages=4, micro_batches=8))
     stage = {op: s for s, ops in enumerate(stage_ops(plain.graph, plain.strategy.pipeline)) for op in ops}
     peaks = plain.details["peak_memory_per_device"]
     over = {stage[op] for op in plain.strategy for d in plain.strategy[op].devices if peaks[d] > ctx.memory_cap_bytes}
@@ -256,6 +256,35 @@ def test_only_the_stages_over_the_cap_recompute_first():
     assert partly.strategy == plain.strategy
     assert plain.iteration_time_s < partly.iteration_time_s < fully.iteration_time_s
     assert partly.peak_memory_bytes < plain.peak_memory_bytes
+
+
+def test_stages_over_the_cap_may_offload_their_blocks_instead():
+    """Where the cluster has host memory, the blocks of the stages over the cap are offloaded as an
+    alternative to recomputing them: the same stage plan, device memory lower, and the host holding
+    each offloaded op's activations once per micro-batch its stage holds at once."""
+    ctx = context(zoo.build("gpt-tiny"), "a100-2x8", 16, memory_cap_bytes="36MiB")
+    plain, recomputed, offloaded, fully = pipeline_plans(ctx, PipelineOptions(stages=4, micro_batches=8))
+    assert offloaded.offload_activations and not offloaded.recompute and "+ offload" in offloaded.details["label"]
+    assert offloaded.strategy == plain.strategy and offloaded.peak_memory_bytes < plain.peak_memory_bytes
+    stage = {op: s for s, ops in enumerate(stage_ops(plain.graph, plain.strategy.pipeline)) for op in ops}
+    found = {b.name: b for b in blocks(plain.graph)}
+    peaks = plain.details["peak_memory_per_device"]
+    over = {stage[op] for op in plain.strategy for d in plain.strategy[op].devices if peaks[d] > ctx.memory_cap_bytes}
+    assert {stage[found[name].ops[0]] for name in offloaded.offload_activations} <= over
+
+    model = offloading(context(plain.graph, "a100-2x8", 16), offloaded.offload_activations).model
+    held = offloaded.details["pipeline"]["in_flight"]
+    per_device = [0.0] * 16
+    for name in offloaded.offload_activations:
+        for op in found[name].ops:
+            config = offloaded.strategy[op]
+            for d in config.devices:
+                per_device[d] += held[stage[op]] * model.op_cost(op, config).memory.offloaded_bytes
+    assert max(held) > 1 and offloaded.details["host_memory"]["per_node_bytes"] == pytest.approx(
+        max(sum(per_device[:8]), sum(per_device[8:])), rel=1e-12)
+    assert [p.details["label"] for p in pipeline_plans(ctx, PipelineOptions(stages=4, micro_batches=8,
+                                                                           offload="no"))] == \
+        [p.details["label"] for p in (plain, recomputed, fully)]
 
 
 def test_micro_batch_graphs_derived_from_one_capture_plan_as_their_captures():
