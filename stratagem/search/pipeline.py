@@ -14,7 +14,8 @@ a stage's plan; here the stages are equal device blocks, as torchtitan's PP mesh
              its own) and with / without recomputation (by default only where the plan without
              does not fit: first, in each stage over the memory cap, the fewest of its leading
              blocks with which it fits, recomputed, and where the cluster has host memory,
-             offloaded instead; then every block recomputed):
+             those offloaded instead (bisected further where that pays); then every block
+             recomputed):
           items = the blocks (the ops before the first block go with it, after the last with
                   the last): under stage plan q, t_q(i) one micro-batch's forward + backward +
                   weight gathers + re-scheduling into its ops, and the bytes it holds (weights,
@@ -110,7 +111,7 @@ def pipeline_plans(ctx: PlanningContext, options: PipelineOptions = PipelineOpti
                 stage = context(graphs[m], ctx.cluster, ctx.num_devices // p, ctx.optimizer,
                                 precision=ctx.precision)
                 for inner in _inner_plans(options, batch // m, ctx.num_devices // p):
-                    plans += _with_recomputation(micro, stage, p, m, inner, options)
+                    plans += _with_activation_savings(micro, stage, p, m, inner, options)
                 ctx.progress.advance()
         except KeyboardInterrupt:
             if not plans:
@@ -126,32 +127,39 @@ def pipeline_plans(ctx: PlanningContext, options: PipelineOptions = PipelineOpti
     return plans
 
 
-def _with_recomputation(micro: PlanningContext, stage: PlanningContext, p: int, m: int, inner: str,
+def _with_activation_savings(micro: PlanningContext, stage: PlanningContext, p: int, m: int, inner: str,
                         options: PipelineOptions) -> list[Plan]:
     """The candidates of one (p, m, inner plan): as `options.recompute` asks; under "auto" the
-    plan keeping every activation, and where it does not fit, the ones recomputing the blocks of
-    the stages over the cap and (where the cluster has host memory and `options.offload` allows)
-    offloading them instead, and where neither fits (or is every block), the one recomputing
-    every block."""
+    plan keeping every activation, and where it does not fit, the one recomputing the fewest
+    blocks of the stages over the cap and (where the cluster has host memory and
+    `options.offload` allows) the one offloading them instead (`_offloaded_instead`), and where
+    neither fits (or is every block), the one recomputing every block."""
     if options.recompute != "auto":
         found = (_candidate(micro, stage, p, m, inner, r, options.schedule) for r in _recompute_choices(options))
         return [plan for plan in found if plan is not None]
     plain = _candidate(micro, stage, p, m, inner, False, options.schedule)
     if plain is None or _fits(plain, micro):
         return [plain] if plain is not None else []
-    saved = [found for found in (recompute_stages_over(micro, plain, saving) for saving in _savings(micro, options))
-             if found is not None]
+    recomputed = save_stages_over(micro, plain)
+    saved = [] if recomputed is None else [recomputed]
+    if recomputed is not None and micro.model.cluster.spec.host is not None and options.offload == "auto":
+        saved.append(_offloaded_instead(micro, plain, recomputed))
     if any(_fits(plan, micro) for plan in saved):
         return [plain, *saved]
     fully = _candidate(micro, stage, p, m, inner, True, options.schedule)
     return [plain, *saved, *([fully] if fully is not None else [])]
 
 
-def _savings(micro: PlanningContext, options: PipelineOptions) -> tuple[str, ...]:
-    """How the stages over the cap may save their blocks' activations: recomputed, and offloaded
-    to host memory where the cluster has a host section (cost.activation_offload)."""
-    hosts = micro.model.cluster.spec.host is not None
-    return ("recompute", "offload") if hosts and options.offload == "auto" else ("recompute",)
+def _offloaded_instead(micro: PlanningContext, plain: Plan, recomputed: Plan) -> Plan:
+    """`plain` offloading, in each stage, the blocks `recomputed` recomputes there (one simulation);
+    where that fits and beats recomputing them (or recomputing does not fit), the fewest leading
+    blocks per stage with which offloading fits (bisected below those counts)."""
+    by_stage = _blocks_by_stage(micro, plain)
+    counts = {s: sum(name in recomputed.recompute for name in names) for s, names in by_stage.items()}
+    counts = {s: k for s, k in counts.items() if k}
+    probe = _saving_stages(micro, plain, by_stage, counts, "offload")
+    pays = _fits(probe, micro) and (not _fits(recomputed, micro) or probe.iteration_time_s < recomputed.iteration_time_s)
+    return (save_stages_over(micro, plain, "offload", counts) or probe) if pays else probe
 
 
 def _candidate(micro: PlanningContext, stage: PlanningContext, p: int, m: int, inner: str, recompute: bool,
@@ -175,20 +183,20 @@ def _candidate(micro: PlanningContext, stage: PlanningContext, p: int, m: int, i
     return make_plan(ctx, strategy, "pipeline", details=details)
 
 
-def recompute_stages_over(micro: PlanningContext, plan: Plan, saving: str = "recompute") -> Plan | None:
+def save_stages_over(micro: PlanningContext, plan: Plan, saving: str = "recompute",
+                     at_most: dict[int, int] | None = None) -> Plan | None:
     """The plan recomputing (or offloading: `saving`), in each stage over the memory cap (1F1B's
     first stages hold the most micro-batches), the fewest of that stage's leading blocks with which
     it fits, the other stages keeping their activations; None where no stage is over. Where a stage
     is over even saving all its blocks, the plan saving every block of the stages over (the caller
     then tries recomputing every block). search.selective's reasoning stage by stage:
     stages hold disjoint devices, so a stage's blocks change its own peak only, and every stage
-    over the cap is bisected at once, one simulation per round (about log2 of a stage's blocks)."""
+    over the cap is bisected at once, one simulation per round (about log2 of a stage's blocks).
+    `at_most`: per stage, the count known to fit (the bisection's upper ends; a stage's blocks
+    where not given)."""
     pipe = plan.strategy.pipeline
     devices = pipe.stage_devices(plan.num_devices)
-    stage = stage_of(plan.graph, pipe)
-    by_stage: dict[int, list[str]] = {}
-    for block in blocks(micro.graph):
-        by_stage.setdefault(stage[block.ops[0]], []).append(block.name)
+    by_stage = _blocks_by_stage(micro, plan)
 
     def over_cap(tried: Plan, s: int) -> bool:
         return max(tried.details["peak_memory_per_device"][d] for d in devices[s]) > micro.memory_cap_bytes
@@ -196,7 +204,7 @@ def recompute_stages_over(micro: PlanningContext, plan: Plan, saving: str = "rec
     over = [s for s in range(pipe.num_stages) if over_cap(plan, s)]
     if not over or any(s not in by_stage for s in over):
         return None
-    low, high = dict.fromkeys(over, 0), {s: len(by_stage[s]) for s in over}
+    low, high = dict.fromkeys(over, 0), {s: (at_most or {}).get(s, len(by_stage[s])) for s in over}
     tried: dict[tuple, Plan] = {}
 
     def made(counts: dict[int, int]) -> Plan:
@@ -214,6 +222,15 @@ def recompute_stages_over(micro: PlanningContext, plan: Plan, saving: str = "rec
             if high[s] - low[s] > 1:
                 low[s], high[s] = (middle[s], high[s]) if over_cap(probe, s) else (low[s], middle[s])
     return made(high)
+
+
+def _blocks_by_stage(micro: PlanningContext, plan: Plan) -> dict[int, list[str]]:
+    """Each stage's blocks, in program order."""
+    stage = stage_of(plan.graph, plan.strategy.pipeline)
+    by_stage: dict[int, list[str]] = {}
+    for block in blocks(micro.graph):
+        by_stage.setdefault(stage[block.ops[0]], []).append(block.name)
+    return by_stage
 
 
 def _saving_stages(micro: PlanningContext, plan: Plan, by_stage: dict[int, list[str]], counts: dict[int, int],

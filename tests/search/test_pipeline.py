@@ -17,7 +17,7 @@ from stratagem.report.stages import stage_lines
 from stratagem.search import registry
 from stratagem.search.context import context, make_plan, offloading, recomputing
 from stratagem.search.modes import staged_plans
-from stratagem.search.pipeline import PipelineOptions, _partition, pipeline_plans, recompute_stages_over
+from stratagem.search.pipeline import PipelineOptions, _partition, pipeline_plans, save_stages_over
 from stratagem.cost.recompute import blocks
 from stratagem.space import check_pipeline, stage_ops
 
@@ -344,9 +344,11 @@ def test_a_failed_pipeline_worker_is_made_good_here_with_a_warning(monkeypatch):
     assert front.details["stages"]["weighed"] == len(searched(ctx)) > 0
 
 
-def test_each_stage_over_the_cap_recomputes_the_fewest_of_its_blocks_that_fit():
+@pytest.mark.parametrize("saving", ["recompute", "offload"])
+def test_each_stage_over_the_cap_saves_the_fewest_of_its_blocks_that_fit(saving):
     """Two stages of two blocks each: at caps between the peaks, each stage over the cap recomputes
-    the fewest of its leading blocks with which it fits, as trying every count per stage finds."""
+    (or offloads) the fewest of its leading blocks with which it fits, as trying every count per
+    stage finds."""
     ctx = context(zoo.build("gpt-tiny"), "a100-2x8", 16)
     (plain,) = pipeline_plans(ctx, PipelineOptions(stages=2, micro_batches=4, inner="data-parallel", recompute="no"))
     micro = context(plain.graph, "a100-2x8", 16)
@@ -357,14 +359,15 @@ def test_each_stage_over_the_cap_recomputes_the_fewest_of_its_blocks_that_fit():
 
     def stage_peaks(counts):
         names = tuple(n for s, k in enumerate(counts) for n in by_stage[s][:k])
-        made = make_plan(recomputing(micro, names), plain.strategy, "pipeline")
+        made = make_plan((recomputing if saving == "recompute" else offloading)(micro, names), plain.strategy,
+                         "pipeline")
         return [max(made.details["peak_memory_per_device"][d] for d in devices[s]) for s in range(2)]
     peaks = {counts: stage_peaks(counts) for counts in itertools.product(range(3), repeat=2)}
     levels = sorted({p for ps in peaks.values() for p in ps})
     for cap in [(a + b) / 2 for a, b in zip(levels, levels[1:])]:
         fitting = [c for c, ps in peaks.items() if max(ps) <= cap]
         capped = replace(micro, memory_cap_bytes=cap)
-        found = recompute_stages_over(capped, plain)
+        found = save_stages_over(capped, plain, saving)
         if max(peaks[0, 0]) <= cap:
             assert found is None
             continue
@@ -373,5 +376,6 @@ def test_each_stage_over_the_cap_recomputes_the_fewest_of_its_blocks_that_fit():
             continue
         least = min(fitting, key=sum)
         assert all(sum(c) > sum(least) or c == least for c in fitting)      # one least vector
-        assert found.recompute == tuple(n for s, k in enumerate(least) for n in by_stage[s][:k])
+        saved = found.recompute if saving == "recompute" else found.offload_activations
+        assert saved == tuple(n for s, k in enumerate(least) for n in by_stage[s][:k])
         assert found.peak_memory_bytes <= cap and found.strategy == plain.strategy
