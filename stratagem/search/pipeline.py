@@ -128,16 +128,20 @@ def pipeline_plans(ctx: PlanningContext, options: PipelineOptions = PipelineOpti
 
 
 def _with_activation_savings(micro: PlanningContext, stage: PlanningContext, p: int, m: int, inner: str,
-                        options: PipelineOptions) -> list[Plan]:
+                             options: PipelineOptions) -> list[Plan]:
     """The candidates of one (p, m, inner plan): as `options.recompute` asks; under "auto" the
     plan keeping every activation, and where it does not fit, the one recomputing the fewest
     blocks of the stages over the cap and (where the cluster has host memory and
     `options.offload` allows) the one offloading them instead (`_offloaded_instead`), and where
     neither fits (or is every block), the one recomputing every block."""
+    choices = inner_strategies(stage, inner)          # FT's frontier for "ft": found once
+    if not choices:
+        return []
     if options.recompute != "auto":
-        found = (_candidate(micro, stage, p, m, inner, r, options.schedule) for r in _recompute_choices(options))
+        found = (_candidate(micro, stage, p, m, inner, choices, r, options.schedule)
+                 for r in _recompute_choices(options))
         return [plan for plan in found if plan is not None]
-    plain = _candidate(micro, stage, p, m, inner, False, options.schedule)
+    plain = _candidate(micro, stage, p, m, inner, choices, False, options.schedule)
     if plain is None or _fits(plain, micro):
         return [plain] if plain is not None else []
     recomputed = save_stages_over(micro, plain)
@@ -146,7 +150,7 @@ def _with_activation_savings(micro: PlanningContext, stage: PlanningContext, p: 
         saved.append(_offloaded_instead(micro, plain, recomputed))
     if any(_fits(plan, micro) for plan in saved):
         return [plain, *saved]
-    fully = _candidate(micro, stage, p, m, inner, True, options.schedule)
+    fully = _candidate(micro, stage, p, m, inner, choices, True, options.schedule)
     return [plain, *saved, *([fully] if fully is not None else [])]
 
 
@@ -158,15 +162,15 @@ def _offloaded_instead(micro: PlanningContext, plain: Plan, recomputed: Plan) ->
     counts = {s: sum(name in recomputed.recompute for name in names) for s, names in by_stage.items()}
     counts = {s: k for s, k in counts.items() if k}
     probe = _saving_stages(micro, plain, by_stage, counts, "offload")
-    pays = _fits(probe, micro) and (not _fits(recomputed, micro) or probe.iteration_time_s < recomputed.iteration_time_s)
+    faster = probe.iteration_time_s < recomputed.iteration_time_s
+    pays = _fits(probe, micro) and (faster or not _fits(recomputed, micro))
     return (save_stages_over(micro, plain, "offload", counts) or probe) if pays else probe
 
 
-def _candidate(micro: PlanningContext, stage: PlanningContext, p: int, m: int, inner: str, recompute: bool,
-               schedule: str) -> Plan | None:
-    choices = inner_strategies(stage, inner)
-    if not choices:
-        return None
+def _candidate(micro: PlanningContext, stage: PlanningContext, p: int, m: int, inner: str, choices: tuple[dict, ...],
+               recompute: bool, schedule: str) -> Plan | None:
+    """The pipeline of p stages and m micro-batches whose cuts and stage plans (of `choices`, plans
+    of one stage's devices) the stage DP chooses, every block recomputed or none, simulated."""
     ctx, stage = (recomputing(micro), recomputing(stage)) if recompute else (micro, stage)
     found = balanced_cuts(ctx, stage, choices, p, m, schedule)
     if found is None:
