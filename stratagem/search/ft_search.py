@@ -194,8 +194,7 @@ def _simulated(ctx: PlanningContext, search_space: SearchSpace, result: FTResult
         point, bound = item
         strategy, reuse = search_space.strategy(point.assignment, point.options)
         if least_time_under is not None and point is not points[0] and _ruled_out(
-                bound if bound is not None else busy_bound(ctx.model, strategy_with_reuse(ctx, strategy, reuse),
-                                                           resources), fastest[0]):
+                bound if bound is not None else _bound(ctx, (strategy, reuse), resources), fastest[0]):
             return None                                 # (the first is kept: a frontier has a point)
         plan = make_plan(ctx, strategy, "ft", reuse, details)
         if _fits(plan, least_time_under):
@@ -233,6 +232,11 @@ def _simulated(ctx: PlanningContext, search_space: SearchSpace, result: FTResult
     return plans, stopped, 0 if stopped else len(found) - len(plans)
 
 
+def _bound(ctx: PlanningContext, unrolled: tuple, resources) -> float:
+    """The busy bound of an unrolled point (search_space.strategy's strategy and reuse choices)."""
+    return busy_bound(ctx.model, strategy_with_reuse(ctx, *unrolled), resources)
+
+
 def _ruled_out(bound_s: float, fastest_s: float) -> bool:
     """Whether a point whose busy bound is `bound_s` could not beat a fitting plan of `fastest_s`."""
     return bound_s > fastest_s * (1 + ROUNDING)
@@ -250,8 +254,7 @@ def _bounds_aside(ctx: PlanningContext, search_space: SearchSpace, points: Seque
         return
 
     def bound(point: FTPoint) -> float:
-        return busy_bound(ctx.model, strategy_with_reuse(ctx, *search_space.strategy(point.assignment, point.options)),
-                          resources)
+        return _bound(ctx, search_space.strategy(point.assignment, point.options), resources)
 
     def send_bounds(send) -> None:
         for i, point in enumerate(points):

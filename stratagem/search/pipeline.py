@@ -164,7 +164,7 @@ def _offloaded_instead(micro: PlanningContext, plain: Plan, recomputed: Plan) ->
     probe = _saving_stages(micro, plain, by_stage, counts, "offload")
     faster = probe.iteration_time_s < recomputed.iteration_time_s
     pays = _fits(probe, micro) and (faster or not _fits(recomputed, micro))
-    return (save_stages_over(micro, plain, "offload", counts) or probe) if pays else probe
+    return (save_stages_over(micro, plain, "offload", counts, probe) or probe) if pays else probe
 
 
 def _candidate(micro: PlanningContext, stage: PlanningContext, p: int, m: int, inner: str, choices: tuple[dict, ...],
@@ -188,7 +188,7 @@ def _candidate(micro: PlanningContext, stage: PlanningContext, p: int, m: int, i
 
 
 def save_stages_over(micro: PlanningContext, plan: Plan, saving: str = "recompute",
-                     at_most: dict[int, int] | None = None) -> Plan | None:
+                     at_most: dict[int, int] | None = None, known: Plan | None = None) -> Plan | None:
     """The plan recomputing (or offloading: `saving`), in each stage over the memory cap (1F1B's
     first stages hold the most micro-batches), the fewest of that stage's leading blocks with which
     it fits, the other stages keeping their activations; None where no stage is over. Where a stage
@@ -197,7 +197,7 @@ def save_stages_over(micro: PlanningContext, plan: Plan, saving: str = "recomput
     stages hold disjoint devices, so a stage's blocks change its own peak only, and every stage
     over the cap is bisected at once, one simulation per round (about log2 of a stage's blocks).
     `at_most`: per stage, the count known to fit (the bisection's upper ends; a stage's blocks
-    where not given)."""
+    where not given); `known`: the plan saving those counts, where the caller has it."""
     pipe = plan.strategy.pipeline
     devices = pipe.stage_devices(plan.num_devices)
     by_stage = _blocks_by_stage(micro, plan)
@@ -209,7 +209,7 @@ def save_stages_over(micro: PlanningContext, plan: Plan, saving: str = "recomput
     if not over or any(s not in by_stage for s in over):
         return None
     low, high = dict.fromkeys(over, 0), {s: (at_most or {}).get(s, len(by_stage[s])) for s in over}
-    tried: dict[tuple, Plan] = {}
+    tried: dict[tuple, Plan] = {} if known is None else {tuple(sorted(high.items())): known}
 
     def made(counts: dict[int, int]) -> Plan:
         key = tuple(sorted(counts.items()))
