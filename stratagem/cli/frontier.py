@@ -40,6 +40,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", default=None, help="write the frontier as JSON (every plan in it)")
     parser.add_argument("--plot", default=None, metavar="PNG",
                         help="draw memory against time with compute and network time and the baselines")
+    parser.add_argument("--bound", action="store_true",
+                        help="also find a certified lower bound on the frontier (FT's heuristics relaxed) and "
+                             "print FT's largest time gap to it")
     parser.add_argument("--baselines", default=",".join(BASELINES),
                         help=f"baselines to draw with --plot, comma-separated, or none (default: {','.join(BASELINES)})")
 
@@ -60,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
         stop = interruption(front.details)
         if stop is not None:
             out.print(f"search {stop.text}")
+        if args.bound:
+            out.print(bound_line(front.details.get("lower_bound", {})))
         cap = ctx.memory_cap_bytes
         out.print(f"memory cap {format_bytes(cap)} (device memory / 1.1); the fastest plan that fits: "
                   f"{fastest_under(front, cap)}")
@@ -80,7 +85,8 @@ def _tracked(out: Console, args: argparse.Namespace, cluster_name: str):
             graph = planning.build_graph(args.model, args.batch_size)
         with phase(progress, f"tracking the frontier of {args.model}"):
             front, ctx = planning.frontier_with_context(graph, cluster_name, args.devices,
-                                                        precision=precision_of(args), progress=progress)
+                                                        precision=precision_of(args), progress=progress,
+                                                        bound=args.bound)
     return front, replace(ctx, progress=SILENT)
 
 
@@ -106,6 +112,19 @@ def baseline_names(text: str) -> list[str]:
     if unknown:
         raise ConfigError("unknown baseline", expected=f"some of {', '.join(known)}, or none", got=", ".join(unknown))
     return names
+
+
+def bound_line(found: dict) -> str:
+    """FT's gap to the certified lower bound (search.ft_bound), in FT's own cost terms."""
+    if "largest_time_gap" not in found:
+        return f"lower bound: {found.get('stopped', 'not found')}"
+    line = (f"FT's frontier is within {found['largest_time_gap']:.1%} of a certified lower bound on time at every "
+            f"memory from its leanest point (largest at {format_bytes(found['at_memory_bytes'])}; FT's own cost "
+            f"terms; {found['seconds']:.1f} s to find)")
+    if "bound_leaner_from_bytes" in found:
+        line += (f"; no strategy is leaner than {format_bytes(found['bound_leaner_from_bytes'])}, FT's leanest "
+                 f"point is at {format_bytes(found['frontier_leanest_bytes'])}")
+    return line
 
 
 def fastest_under(front, cap: float) -> str:

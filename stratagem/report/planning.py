@@ -23,6 +23,7 @@ from stratagem.ir import Graph
 from stratagem.plan import Frontier, Plan
 from stratagem.search import modes, registry
 from stratagem.search.context import PlanningContext, context
+from stratagem.search.ft_search import FTSearchOptions
 from stratagem.search.modes import fastest_fitting
 from stratagem.search.progress import SILENT, Progress, phase
 
@@ -114,12 +115,13 @@ def _contexts(graph: Graph, request: PlanRequest, progress: Progress) -> Iterato
 
 def frontier_with_context(graph: Graph, cluster_name: str, devices: int | None,
                           memory_cap_bytes: float | None = None, precision: str = "fp32",
-                          progress: Progress = SILENT) -> tuple[Frontier, PlanningContext]:
+                          progress: Progress = SILENT, bound: bool = False) -> tuple[Frontier, PlanningContext]:
     """(frontier by FT, with plans with stages merged in across nodes; the planning context that
-    priced it). Stopped by Ctrl-C: the points simulated so far (search.stopping)."""
+    priced it). Stopped by Ctrl-C: the points simulated so far (search.stopping). `bound`: with
+    FT's gap to a certified lower bound (search.ft_bound)."""
     request = PlanRequest("", cluster_name, devices, memory_cap_bytes=memory_cap_bytes, precision=precision)
     ctx = planning_context(graph, request, devices, progress)
-    return modes.frontier_and_stages(ctx), ctx
+    return modes.frontier_and_stages(ctx, FTSearchOptions(bound=bound)), ctx
 
 
 __all__ = ["DEFAULT_CLUSTER", "PlanRequest", "build_graph", "check_algorithm", "check_cluster",

@@ -18,6 +18,9 @@ every strategy on the (memory, time) frontier, each unrolled to a configuration 
             K_h * K_i <= branch_limit                                  Eq. 6 (`_branch`)
         else heuristic elimination: fix the configuration of the unmarked node of highest degree,
             fold its edges into its neighbors                          Eq. 7 (`_heuristic`)
+            (with `relax`, split the node instead: each edge folds its own copy of the node into
+            its other end, every copy free to take its own configuration: a relaxation whose
+            frontier bounds the exact one from below, search.ft_bound)
             (a `prefer` assignment, e.g. data parallel's, picks the fixed configurations instead:
             the planner runs such a second pass and keeps the union's frontier, so that a baseline
             inside the space is never lost to a heuristic pick)
@@ -63,6 +66,9 @@ class FTOptions:
     max_width: int | None = None    # > 0: frontiers thinned to this many tuples (approximate)
     peak_passes: int | None = None  # > 0: at most this many FT passes over peak thresholds
                                     # (search.ft_peak; approximate when thresholds remain)
+    relax: bool = False             # heuristic eliminations split a node per edge instead of fixing
+                                    # it, and frontiers are thinned from below (tables.lowered_rows):
+                                    # a lower bound, not strategies (search.ft_bound)
 
     @property
     def exact(self) -> bool:
@@ -115,6 +121,24 @@ class Flattened(Table):
         return (self.child,)
 
 
+class Scaled(Table):
+    """A table's costs times `factor` (a split node's share, `_State._split`); unrolls as the table."""
+
+    def __init__(self, child: Table, factor: float):
+        self.child, self.factor = child, factor
+        self.mem, self.time = child.mem * factor, child.time * factor
+
+    @property
+    def key(self) -> bytes:
+        return digest("scaled", self.child.key, self.factor)
+
+    def expand(self, index, slot):
+        yield (self.child, index, slot)
+
+    def children(self):
+        return (self.child,)
+
+
 class _State:
     def __init__(self, problem: CostProblem, options: FTOptions, executor,
                  prefer: tuple[int, ...] | None = None, memo: Memo | None = None):
@@ -134,16 +158,19 @@ class _State:
         self.chains: list[list[int]] = []
         self.constants: list[Table] = []
         self.fixes: list[HeuristicFix] = []
-        self.counts = {"edge": 0, "node": 0, "leaf": 0, "branch": 0, "heuristic": 0}
+        self.counts = {"edge": 0, "node": 0, "leaf": 0, "branch": 0, "heuristic": 0, "split": 0}
         self.left = problem.num_nodes           # nodes not yet reported eliminated (`newly_eliminated`)
         self.round: list[int] = []              # try_exact's nodes left in this round, last first
 
     def combine(self, terms: list[Term], out_sizes: tuple[int, ...], k_size: int | None = None,
                 threads: bool = True) -> Table:
-        """tables.combine with this run's limits and memo."""
+        """tables.combine with this run's limits and memo. Relaxed (`relax`), frontiers with an
+        index are thinned from below, and one with none (a component's, the last product) is kept
+        whole: it is one row."""
+        width = None if self.options.relax and not out_sizes else self.options.max_width
         return combine(terms, out_sizes, k_size, executor=self.executor if threads else None,
-                       resolution=self.options.memory_resolution, max_width=self.options.max_width,
-                       memo=self.memo)
+                       resolution=self.options.memory_resolution, max_width=width,
+                       memo=self.memo, lowered=self.options.relax)
 
     # ---- graph views --------------------------------------------------------------------------
     def size(self, i: int) -> int:
@@ -364,7 +391,7 @@ class _State:
         """Fix the configuration of the unmarked node with most neighbors (TensorOpt Eq. 7)."""
         marked = self.marked()
         candidates = [i for i in self.nodes if i not in marked]
-        self._fix(max(candidates, key=lambda n: (len(self.neighbors(n)), -n)))
+        self._fix_or_split(max(candidates, key=lambda n: (len(self.neighbors(n)), -n)))
 
     def fix_hubs(self, span: int) -> None:
         """Heuristic elimination of the nodes with edges that span more than `span` nodes of the
@@ -376,7 +403,30 @@ class _State:
             worst = max(long_edges, key=lambda n: (long_edges[n], len(self.neighbors(n)), -n), default=None)
             if worst is None or long_edges[worst] == 0:
                 return
-            self._fix(worst, f"edges spanning more than {span} nodes")
+            self._fix_or_split(worst, f"edges spanning more than {span} nodes")
+
+    def _fix_or_split(self, i: int, why: str = "") -> None:
+        if self.options.relax:
+            self._split(i)
+        else:
+            self._fix(i, why)
+
+    def _split(self, i: int) -> None:
+        """The relaxation of Eq. 7 (weighted mini-bucket elimination, Dechter and Rish 2003; Liu
+        and Ihler 2011): each of i's C edges folds its own copy of i into its other end, the copy
+        carrying 1/C of i's own costs, N_x[p] = N_x[p] (x) reduce U_k (N_i[k] / C) (x) E_xi[p, k].
+        A strategy of the graph is one of the split graph's (every copy alike) at the same cost,
+        so every point of the exact frontier has one of the split graph's frontier no worse in
+        memory and time. Points' assignments are no strategies (each copy chose for itself)."""
+        neighbors = sorted(self.neighbors(i))
+        share = Scaled(self.nodes[i], (1.0 - 1e-9) / max(len(neighbors), 1))   # C shares rounded: never past the whole
+        for x in neighbors:
+            folded = self.combine([Term(share, ("k",)), Term(self.edge(i, x), ("k", O0))], (self.size(x),), self.size(i))
+            self.nodes[x] = self.combine([Term(self.nodes[x], (O0,)), Term(folded, (O0,))], (self.size(x),))
+        if not neighbors:                               # i is a constant
+            self.constants.append(self.combine([Term(share, ("k",))], (), self.size(i), threads=False))
+        self.remove_node(i)
+        self.counts["split"] += 1
 
     def _fix(self, i: int, why: str = "") -> None:
         config, reason = self._pick_config(i)
@@ -458,7 +508,8 @@ def frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions(),
               for slot, (nodes, opts) in zip(slots, unroll_all(table, (), slots))]
     stats = dict(state.counts, reused=state.memo.reused - reused_before,
                  computed=state.memo.computed - computed_before, chains=[len(c) for c in state.chains],
-                 exact=options.memory_resolution == 0 and options.max_width is None and not state.fixes,
+                 exact=(options.memory_resolution == 0 and options.max_width is None and not state.fixes
+                        and not state.counts["split"]),
                  seconds=_time.perf_counter() - start)
     return FTResult(tuple(points), tuple(state.fixes), stats)
 

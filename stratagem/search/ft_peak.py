@@ -47,7 +47,7 @@ def peak_frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions(
     if not problem.has_transient:
         return frontier_tracking(problem, options, prefer, progress, f"{label}: eliminations", memo)
     start = _time.perf_counter()
-    thresholds = _thresholds(problem)
+    thresholds = transient_thresholds(problem)
     result = FTResult(())
     tau, passes, left, exact, stopped = float("inf"), 0, 0, True, ""
     while True:
@@ -83,7 +83,7 @@ def peak_frontier_tracking(problem: CostProblem, options: FTOptions = FTOptions(
     return FTResult(result.points, tuple(dict.fromkeys(result.heuristic_fixes)), stats)
 
 
-def _thresholds(problem: CostProblem) -> np.ndarray:
+def transient_thresholds(problem: CostProblem) -> np.ndarray:
     """The distinct transient terms no lower than the least largest term of any strategy."""
     floor = max([float(t.min()) for t in problem.node_transient]
                 + [float(e.transient.min(axis=0).min()) for e in problem.edges if e.transient is not None]
@@ -92,4 +92,4 @@ def _thresholds(problem: CostProblem) -> np.ndarray:
     return values[values >= floor]
 
 
-__all__ = ["peak_frontier_tracking"]
+__all__ = ["peak_frontier_tracking", "transient_thresholds"]

@@ -32,7 +32,9 @@ from stratagem.search.context import (
     PlanningContext, make_plan, offloading, plans_shared, recomputing, runnable_space, strategy_with_reuse,
 )
 from stratagem.search.ft import FTOptions, FTPoint, FTResult, Memo, merged
+from stratagem.search.ft_bound import frontier_gap, lower_bound
 from stratagem.search.ft_peak import peak_frontier_tracking
+from stratagem.search.problem import CostProblem
 from stratagem.search.progress import phase
 from stratagem.search.space import FT_SPACE, SearchSpace, build_search_space
 from stratagem.search.stopping import (
@@ -81,6 +83,9 @@ class FTSearchOptions:
     pipeline: str = field(default="auto", metadata={
         "help": "the modes also weigh plans with pipeline stages (search.pipeline): yes | no | auto (when "
                 "the devices span more than one node and the model is from the zoo)"})
+    bound: bool = field(default=False, metadata={
+        "help": "also find a certified lower bound on the frontier (search.ft_bound: FT's heuristics relaxed, "
+                "about as long again as FT unthinned) and FT's largest time gap to it, in details['lower_bound']"})
 
     @property
     def searched_space(self) -> SpaceOptions:
@@ -136,6 +141,11 @@ def _frontier(ctx: PlanningContext, options: FTSearchOptions, least_time_under: 
                  exact=bool(result.stats.get("exact")) and not fixes, max_width=options.ft.max_width,
                  hub_span=options.ft.hub_span, peak_passes=options.ft.peak_passes)
     details = {"algorithm": "ft", "stats": stats, "heuristic_fixes": fixes}
+    if options.bound:
+        try:
+            details["lower_bound"] = bound_details(search_space.problem, result)
+        except KeyboardInterrupt:
+            details["lower_bound"] = {"stopped": "Ctrl-C while finding the lower bound"}
     if ruled_out:
         details["ruled_out"] = {"points": ruled_out, "memory_cap_bytes": least_time_under,
                                 "why": "not simulated: busy bound above the simulated time of a plan that fits"}
@@ -168,6 +178,15 @@ def _tracked(ctx: PlanningContext, search_space: SearchSpace, ft_options: FTOpti
     except KeyboardInterrupt:
         return replace(result, stats=dict(result.stats, interrupted=f"{label} pass 1"))
     return merged(result, second)
+
+
+def bound_details(problem: CostProblem, result: FTResult) -> dict:
+    """FT's points against a certified lower bound on the problem's frontier (search.ft_bound),
+    both in FT's own terms (the cost problem's peak memory and time)."""
+    bound = lower_bound(problem, against=result.pairs)
+    gap = frontier_gap(result.pairs, list(bound.pairs))
+    return dict(gap.as_dict(), bound_points=len(bound.pairs), passes=bound.passes, nodes_split=bound.splits,
+                seconds=bound.seconds)
 
 
 def _simulated(ctx: PlanningContext, search_space: SearchSpace, result: FTResult, fixes: list,

@@ -28,13 +28,16 @@ from stratagem.space import SpaceOptions
 
 def frontier(graph: Graph, cluster: Cluster | str, devices: int | None = None, optimizer: str = "adam",
              space: SpaceOptions = FT_SPACE, options: FTOptions = PLANNER_FT, runnable: bool = True,
-             state_sharding: bool = False, precision: str = "fp32", pipeline: str = "auto") -> Frontier:
+             state_sharding: bool = False, precision: str = "fp32", pipeline: str = "auto",
+             bound: bool = False) -> Frontier:
     """The (peak memory, iteration time) frontier by Frontier Tracking (TensorOpt §3);
     `state_sharding`: weights held sharded (ZeRO-3 / FSDP) are choices on it too; `precision`:
     fp32 or bf16-mixed (ir.precision); `pipeline`: plans with stages merged in (search.pipeline):
-    yes | no | auto (when the devices span more than one node)."""
+    yes | no | auto (when the devices span more than one node); `bound`: FT's largest time gap to
+    a certified lower bound in `details["lower_bound"]` (search.ft_bound)."""
     ctx = context(graph, cluster, devices, optimizer, precision=precision)
-    return modes.frontier_and_stages(ctx, FTSearchOptions(space, options, runnable, state_sharding), pipeline)
+    return modes.frontier_and_stages(ctx, FTSearchOptions(space, options, runnable, state_sharding, bound=bound),
+                                     pipeline)
 
 
 def find_strategy(graph: Graph, cluster: Cluster | str, mode: str = "mini_time",

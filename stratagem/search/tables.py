@@ -247,20 +247,24 @@ _KEPT = -1      # Memo._used: kept for good
 
 def combine(terms: Sequence[Term], out_sizes: Sequence[int], k_size: int | None = None,
             node: int | None = None, fixed: Sequence[tuple] = (), executor: Executor | None = None,
-            resolution: float = 0.0, max_width: int | None = None, memo: Memo | None = None) -> Combined:
+            resolution: float = 0.0, max_width: int | None = None, memo: Memo | None = None,
+            lowered: bool = False) -> Combined:
     """result[o] = reduce(union over k of the product over terms). See the module docstring.
 
     Work proceeds in boxes of the output index (`_boxes`) small enough that each box's candidate
     array stays under _CHUNK_ELEMENTS; boxes run on `executor` when given. With a `memo`, a
-    combine of terms with the same keys and specs as an earlier one reuses its arrays.
+    combine of terms with the same keys and specs as an earlier one reuses its arrays. With
+    `lowered`, frontiers wider than `max_width` are thinned from below (`lowered_rows`) instead.
     """
     terms = list(terms)
     final_shape = tuple(out_sizes)
-    key = digest("combine", final_shape, k_size, resolution, max_width,
+    key = digest("combine", final_shape, k_size, resolution, max_width, lowered,
                   *((t.table.key, repr(t.spec)) for t in terms))
     found = memo.get(key) if memo is not None else None
     if found is None:
-        found = _combined_arrays(terms, final_shape, k_size, executor, resolution, max_width)
+        found = _combined_arrays(terms, final_shape, k_size, executor, resolution, None if lowered else max_width)
+        if lowered and max_width is not None:
+            found = lowered_rows(*found, max_width)
         if memo is not None:
             memo.put(key, found)
     mem, time, k_choice, slots = found
@@ -315,6 +319,33 @@ def _combined_arrays(terms: list[Term], final_shape: tuple[int, ...], k_size: in
             target[where + (slice(0, w),)] = source
     return (mem.reshape(shape), time.reshape(shape), k_choice.reshape(shape),
             [s.reshape(shape) for s in slots])
+
+
+def lowered_rows(mem: np.ndarray, time: np.ndarray, k_choice: np.ndarray, slots: list[np.ndarray],
+                 width: int) -> tuple:
+    """Each frontier of a combine's arrays [*out, L] (memory ascending, +inf after its last tuple)
+    thinned from below to `width` tuples: its tuples in `width` groups of consecutive ranks, each
+    group stood for by its first tuple's memory and its last tuple's time, no more than any of
+    the group's in either (a relaxation, search.ft_bound). A tuple unrolls as its group's first,
+    which does not have its costs."""
+    full = mem.shape[-1]
+    if full <= width:
+        return mem, time, k_choice, slots
+    shape = mem.shape[:-1] + (width,)
+    m, t = mem.reshape(-1, full), time.reshape(-1, full)
+    count = np.isfinite(m).sum(axis=1)[:, None]
+    group = np.arange(width)[None, :]
+    wide = count > width
+    valid = group < np.minimum(count, width)
+    first = np.where(valid, np.where(wide, (group * count + width - 1) // width, group), 0)
+    last = np.where(valid, np.where(wide, ((group + 1) * count + width - 1) // width - 1, group), 0)
+
+    def gathered(a: np.ndarray, at: np.ndarray) -> np.ndarray:
+        return np.take_along_axis(a.reshape(-1, full), at, axis=1).reshape(shape)
+
+    return (np.where(valid.reshape(shape), gathered(m, first), INF),
+            np.where(valid.reshape(shape), gathered(t, last), INF),
+            gathered(k_choice, first), [gathered(s, first) for s in slots])
 
 
 def content_key(mem: np.ndarray, time: np.ndarray) -> bytes:

@@ -47,3 +47,14 @@ def test_the_fastest_plan_that_fits_fits_its_hosts_too(tmp_path):
     assert fastest_under([cramped], float("inf")) == "none"
     assert fastest_under([cramped, sharded], float("inf")) == \
         f"{format_seconds(sharded.iteration_time_s)} at {format_bytes(sharded.peak_memory_bytes)} (simulated)"
+
+
+def test_the_gap_to_a_certified_lower_bound(tmp_path, capsys):
+    """--bound: FT's largest time gap to the relaxed problem's frontier, recorded in the file and
+    printed; a gap below zero would mean the bound is none."""
+    out_file = tmp_path / "front.json"
+    assert main(["frontier", "rnn-tiny", "--devices", "2", "--bound", "-o", str(out_file)]) == 0
+    out = capsys.readouterr().out
+    found = Frontier.load(out_file).details["lower_bound"]
+    assert 0.0 <= found["largest_time_gap"] < 1.0 and found["bound_points"] >= 1
+    assert f"FT's frontier is within {found['largest_time_gap']:.1%} of a certified lower bound" in out
