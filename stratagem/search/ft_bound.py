@@ -49,6 +49,9 @@ from stratagem.search.problem import CostProblem
 # 32 passes over the transient terms' intervals
 BOUND_FT = FTOptions(hub_span=24, max_width=128, relax=True)
 BOUND_PASSES = 32
+# a split node's shares add up to 1 - 1e-9 of its costs (search.ft._State._split): a bound leaner
+# than the frontier by less than this is the same memory
+SHARE_ROUNDING = 1e-6
 
 
 @dataclass(frozen=True)
@@ -129,7 +132,7 @@ def frontier_gap(frontier: list[tuple[float, float]], bound: list[tuple[float, f
         gap = (_time_at(front, memory) - _time_at(low, memory)) / _time_at(low, memory)
         if gap > largest:
             largest, at = gap, memory
-    uncovered = (low[0][0], leanest) if low[0][0] < leanest else None
+    uncovered = (low[0][0], leanest) if low[0][0] < leanest * (1 - SHARE_ROUNDING) else None
     return FrontierGap(largest, at, uncovered)
 
 

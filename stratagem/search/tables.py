@@ -262,9 +262,7 @@ def combine(terms: Sequence[Term], out_sizes: Sequence[int], k_size: int | None 
                   *((t.table.key, repr(t.spec)) for t in terms))
     found = memo.get(key) if memo is not None else None
     if found is None:
-        found = _combined_arrays(terms, final_shape, k_size, executor, resolution, None if lowered else max_width)
-        if lowered and max_width is not None:
-            found = lowered_rows(*found, max_width)
+        found = _combined_arrays(terms, final_shape, k_size, executor, resolution, max_width, lowered)
         if memo is not None:
             memo.put(key, found)
     mem, time, k_choice, slots = found
@@ -272,7 +270,11 @@ def combine(terms: Sequence[Term], out_sizes: Sequence[int], k_size: int | None 
 
 
 def _combined_arrays(terms: list[Term], final_shape: tuple[int, ...], k_size: int | None, executor,
-                     resolution: float, max_width: int | None) -> tuple:
+                     resolution: float, max_width: int | None, lowered: bool = False) -> tuple:
+    """combine's arrays, box by box; `lowered`: each box's frontiers found whole, then thinned from
+    below (`lowered_rows`) before the boxes are put together."""
+    lower_to = max_width if lowered else None
+    max_width = None if lowered else max_width
     sizes = final_shape or (1,)            # no output index: one virtual row
     k = k_size or 1
     widths = [t.table.width for t in terms]
@@ -287,6 +289,10 @@ def _combined_arrays(terms: list[Term], final_shape: tuple[int, ...], k_size: in
     boxes = _boxes(sizes, per_point, chunk)
 
     def work(box) -> tuple:
+        found = _box_arrays(box)
+        return found if lower_to is None else lowered_rows(*found, lower_to)
+
+    def _box_arrays(box) -> tuple:
         if node_elimination:
             return _node_elimination_box(terms, k, widths, box, max_width)
         if visited is not None:
