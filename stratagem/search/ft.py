@@ -18,9 +18,10 @@ every strategy on the (memory, time) frontier, each unrolled to a configuration 
             K_h * K_i <= branch_limit                                  Eq. 6 (`_branch`)
         else heuristic elimination: fix the configuration of the unmarked node of highest degree,
             fold its edges into its neighbors                          Eq. 7 (`_heuristic`)
-            (with `relax`, split the node instead: each edge folds its own copy of the node into
-            its other end, every copy free to take its own configuration: a relaxation whose
-            frontier bounds the exact one from below, search.ft_bound)
+            (with `relax`, split the node instead: each of its C edges folds its own copy of the
+            node, with 1/C of its costs, into its other end, every copy free to take its own
+            configuration: a relaxation whose frontier bounds the exact one from below,
+            search.ft_bound)
             (a `prefer` assignment, e.g. data parallel's, picks the fixed configurations instead:
             the planner runs such a second pass and keeps the union's frontier, so that a baseline
             inside the space is never lost to a heuristic pick)
@@ -419,9 +420,10 @@ class _State:
         so every point of the exact frontier has one of the split graph's frontier no worse in
         memory and time. Points' assignments are no strategies (each copy chose for itself)."""
         neighbors = sorted(self.neighbors(i))
-        share = Scaled(self.nodes[i], (1.0 - 1e-9) / max(len(neighbors), 1))   # C shares rounded: never past the whole
+        share = Scaled(self.nodes[i], (1.0 - 1e-9) / max(len(neighbors), 1))   # C shares, rounded: never past it
         for x in neighbors:
-            folded = self.combine([Term(share, ("k",)), Term(self.edge(i, x), ("k", O0))], (self.size(x),), self.size(i))
+            folded = self.combine([Term(share, ("k",)), Term(self.edge(i, x), ("k", O0))], (self.size(x),),
+                                  self.size(i))
             self.nodes[x] = self.combine([Term(self.nodes[x], (O0,)), Term(folded, (O0,))], (self.size(x),))
         if not neighbors:                               # i is a constant
             self.constants.append(self.combine([Term(share, ("k",))], (), self.size(i), threads=False))

@@ -84,8 +84,8 @@ class FTSearchOptions:
         "help": "the modes also weigh plans with pipeline stages (search.pipeline): yes | no | auto (when "
                 "the devices span more than one node and the model is from the zoo)"})
     bound: bool = field(default=False, metadata={
-        "help": "also find a certified lower bound on the frontier (search.ft_bound: FT's heuristics relaxed, "
-                "about as long again as FT unthinned) and FT's largest time gap to it, in details['lower_bound']"})
+        "help": "also find a certified lower bound on the frontier (search.ft_bound: FT's heuristics relaxed; "
+                "often many times FT's own time) and FT's largest time gap to it, in details['lower_bound']"})
 
     @property
     def searched_space(self) -> SpaceOptions:
