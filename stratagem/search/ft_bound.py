@@ -35,6 +35,7 @@ What this bounds is the cost problem FT is handed (search.space): approximations
 from __future__ import annotations
 
 import time as _time
+from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, replace
 
@@ -129,7 +130,8 @@ def frontier_gap(frontier: list[tuple[float, float]], bound: list[tuple[float, f
     leanest = front[0][0]
     largest, at = 0.0, leanest
     for memory in sorted({m for m, _ in front + low if m >= leanest}):
-        gap = (_time_at(front, memory) - _time_at(low, memory)) / _time_at(low, memory)
+        least = _time_at(low, memory)
+        gap = (_time_at(front, memory) - least) / least
         if gap > largest:
             largest, at = gap, memory
     uncovered = (low[0][0], leanest) if low[0][0] < leanest * (1 - SHARE_ROUNDING) else None
@@ -137,9 +139,10 @@ def frontier_gap(frontier: list[tuple[float, float]], bound: list[tuple[float, f
 
 
 def _time_at(pairs: tuple[tuple[float, float], ...], memory: float) -> float:
-    """The least time of a point with memory <= `memory` (pairs: a frontier, memory ascending)."""
-    fitting = [t for m, t in pairs if m <= memory]
-    return fitting[-1] if fitting else float("inf")
+    """The least time of a point with memory <= `memory` (pairs: a frontier, memory ascending,
+    time descending), by bisection."""
+    at = bisect_right(pairs, memory, key=lambda pair: pair[0])
+    return pairs[at - 1][1] if at else float("inf")
 
 
 def _columns(pairs: list[tuple[float, float]]) -> tuple[list[float], list[float]]:
