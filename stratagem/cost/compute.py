@@ -22,7 +22,9 @@ bias b, an LSTM cell's c) by one memory-bound pass that reads dY and writes its 
 dY over the batch). For any other op each input gradient is one elementwise pass over tensors of
 the forward's sizes, about one forward. Measured on an H200 (benchmarks/gpu_kernels.py), a biased
 linear's backward is 1.5-2.1x its forward, not 3x. Op-specific factors come only from
-measurement: a `ComputeTable` entry replaces both times (`ComputeModel.times`). A table that
+measurement: a `ComputeTable` entry replaces both times (`ComputeModel.times`), and an op the
+table lacks is estimated from the measured entries of its kind at the sizes around it
+(cost.interpolate; the roofline alone where its kind was never measured). A table that
 carries the runtime's own time per op (DTensor wrapping around each kernel, `runtime_overhead`) adds
 it to every op it prices, from its entries or the roofline.
 """
@@ -34,6 +36,7 @@ from dataclasses import dataclass
 
 from stratagem.cluster.spec import DeviceSpec
 from stratagem.cost.compute_table import ComputeTable, ProfileRequest
+from stratagem.cost.interpolate import KindKey, Measured, measured, measured_kinds, request_kind
 from stratagem.errors import ConfigError
 from stratagem.ir import dtype_bytes
 from stratagem.tdl.expr import Access, Apply
@@ -67,7 +70,7 @@ class OpWork:
 class ComputeTimes:
     forward_time_s: float
     backward_time_s: float
-    source: str           # "roofline" or "table"
+    source: str           # "roofline", "table" or "interpolated"
 
 
 def is_contraction(analysis) -> bool:
@@ -111,6 +114,8 @@ class ComputeModel:
                                    "`stratagem profile ops --device-kind`")
         self.device = device
         self.table = table
+        self._kinds: dict | None = None                       # the table's entries with work, by kind
+        self._measured: dict[KindKey, Measured] = {}          # priced on this device, as first asked
 
     def times(self, work: OpWork) -> ComputeTimes:
         request = work.request
@@ -127,6 +132,9 @@ class ComputeModel:
             measured = self.table.lookup(work.request)
             if measured is not None:
                 return ComputeTimes(measured.forward_time_s, measured.backward_time_s, "table")
+            estimated = self._interpolated(work)
+            if estimated is not None:
+                return estimated
         slowdown = 1.0
         if work.gemm and work.dtype not in WITHOUT_TENSOR_CORES and not rows_aligned(work.request, work.operands):
             slowdown = self.device.unaligned_gemm_factor
@@ -137,6 +145,23 @@ class ComputeModel:
                                       work.matrix, slowdown)
         backward = self._backward_s(work.request, kernel, work.dtype, work.operands if work.matrix else None)
         return ComputeTimes(forward, backward, "roofline")
+
+    def _interpolated(self, work: OpWork) -> ComputeTimes | None:
+        """From the measured entries of its kind around its size (cost.interpolate), if any."""
+        if self._kinds is None:
+            self._kinds = measured_kinds(self.table.entries)
+        kind = request_kind(work.request)
+        if kind not in self._kinds:
+            return None
+        if kind not in self._measured:
+            self._measured[kind] = measured(self._kinds[kind], lambda flops, num_bytes: roofline_time_s(
+                self.device, flops, num_bytes, work.dtype, work.matrix))
+        found = self._measured[kind]
+        if not found.roofline_s:
+            return None
+        forward, backward = found.estimate(roofline_time_s(self.device, work.flops, work.num_bytes + work.mask_bytes,
+                                                           work.dtype, work.matrix))
+        return ComputeTimes(forward, backward, "interpolated")
 
     def _backward_s(self, request: ProfileRequest, forward_s: float, dtype: str,
                     operands: frozenset[int] | None) -> float:

@@ -1,7 +1,9 @@
 """Measured op times (FlexFlow §5, assumption A1): each distinct local op measured once.
 
 An entry's key is what decides a kernel's time: (op kind, local input shapes, input dtypes,
-attributes, which inputs need gradients). `ProfileRequest` is one such op to measure (the core
+attributes, which inputs need gradients). An entry may also record its op's `Work` (the FLOPs and
+bytes the cost model prices it by), so that an op of the same kind at a size never measured is
+estimated from the measured sizes around it (cost.compute.Interpolation). `ProfileRequest` is one such op to measure (the core
 decides which, `profile_requests`); stratagem/runtime/profile_ops.py measures requests with torch
 and writes a `ComputeTable`, which the cost model prefers to the roofline.
 """
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,14 @@ Key = tuple[str, tuple[tuple[int, ...], ...], tuple[str, ...], Attrs, tuple[bool
 
 
 @dataclass(frozen=True)
+class Work:
+    """What the roofline prices one device's share of an op by (cost.compute.OpWork): its FLOPs,
+    and the bytes its forward reads and writes (random numbers' masks included)."""
+    flops: float
+    num_bytes: float
+
+
+@dataclass(frozen=True)
 class ProfileRequest:
     kind: str
     input_shapes: tuple[tuple[int, ...], ...]
@@ -30,6 +40,7 @@ class ProfileRequest:
     attrs: Attrs
     requires_grad: tuple[bool, ...]
     output_shape: tuple[int, ...]
+    work: Work | None = field(default=None, compare=False)    # recorded with its measurement
 
     @property
     def key(self) -> Key:
@@ -46,6 +57,7 @@ class OpTiming:
     forward_time_s: float
     backward_time_s: float       # 0 when no input needs a gradient
     repeats: int
+    work: Work | None = None     # the measured op's work; None in tables written before it was kept
 
 
 @dataclass(frozen=True)
@@ -72,7 +84,7 @@ class ComputeTable:
             rows.append({"kind": kind, "input_shapes": [list(s) for s in shapes], "input_dtypes": list(dtypes),
                          "attrs": attrs.to_json(), "requires_grad": list(grads),
                          "forward_time_s": t.forward_time_s, "backward_time_s": t.backward_time_s,
-                         "repeats": t.repeats})
+                         "repeats": t.repeats, **_work_json(t.work)})
         overhead = self.runtime_overhead
         extra = {} if overhead is None else {"runtime_overhead": {
             "forward_time_s": overhead.forward_time_s, "backward_time_s": overhead.backward_time_s,
@@ -113,7 +125,17 @@ class ComputeTable:
                 key = (row["kind"], tuple(tuple(s) for s in row["input_shapes"]), tuple(row["input_dtypes"]),
                        Attrs(row["attrs"]), tuple(bool(g) for g in row["requires_grad"]))
                 entries[key] = OpTiming(float(row["forward_time_s"]), float(row["backward_time_s"]),
-                                        int(row["repeats"]))
+                                        int(row["repeats"]), _work_from(row))
             except (KeyError, TypeError, ValueError) as error:
                 raise ConfigError(f"{source}: field 'entries[{i}]' is not valid", got=repr(error)) from None
         return ComputeTable(str(data.get("device_kind", "")), entries, overhead)
+
+
+def _work_json(work: Work | None) -> dict[str, float]:
+    return {} if work is None else {"flops": work.flops, "num_bytes": work.num_bytes}
+
+
+def _work_from(row: Mapping[str, Any]) -> Work | None:
+    if "flops" not in row and "num_bytes" not in row:
+        return None
+    return Work(float(row["flops"]), float(row["num_bytes"]))

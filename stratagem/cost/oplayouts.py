@@ -8,7 +8,10 @@ would run: for each op and each configuration the space offers, the kernel one d
 
 from __future__ import annotations
 
-from stratagem.cost.compute_table import ProfileRequest
+from dataclasses import replace
+
+from stratagem.cost.compute_table import ProfileRequest, Work
+from stratagem.cost.opcost import op_work
 from stratagem.space.tensor_layout import TensorLayout, input_layout, output_layout
 from stratagem.space.regions import input_boxes
 from stratagem.ir import Graph
@@ -60,11 +63,15 @@ class OpLayouts:
 
 def profile_requests(graph: Graph, num_devices: int, options: SpaceOptions = SpaceOptions()
                      ) -> tuple[ProfileRequest, ...]:
-    """Every distinct local op of `graph` under the configurations a search would consider."""
+    """Every distinct local op of `graph` under the configurations a search would consider, each
+    with the work the cost model prices it by (kept with its measurement: ops of its kind at sizes
+    not measured are estimated from it)."""
     layouts = OpLayouts(graph)
     found: dict = {}
     for op in graph.ops:
         for config in enumerate_configurations(layouts.analyses[op.name], num_devices, options):
             request = layouts.profile_request(op.name, config)
-            found.setdefault(request.key, request)
+            if request.key not in found:
+                work = op_work(layouts, op.name, config)
+                found[request.key] = replace(request, work=Work(work.flops, work.num_bytes + work.mask_bytes))
     return tuple(found.values())

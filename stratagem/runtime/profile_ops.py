@@ -12,6 +12,7 @@ kernels (`localops.profile_impls`: TORCH_OPS and what the adapters run); tests a
 from __future__ import annotations
 
 import statistics
+from dataclasses import replace
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -103,7 +104,7 @@ def profile(requests: Iterable[ProfileRequest], impls: Mapping[str, Impl] | None
     for r in requests:
         if before_each is not None:
             before_each()
-        entries[r.key] = measure(r, impls[r.kind], repeats, warmup, device)
+        entries[r.key] = replace(measure(r, impls[r.kind], repeats, warmup, device), work=r.work)
     overhead = runtime_overhead(device, repeats=max(repeats, 30)) if with_overhead else None
     return ComputeTable(label or device_kind(torch.device(device)), entries, overhead)
 
@@ -127,6 +128,6 @@ def slowest_rank(table: ComputeTable) -> ComputeTable | None:
         return None
     tables = [ComputeTable.from_json(t, f"rank {i}") for i, t in enumerate(gathered)]
     entries = {key: OpTiming(max(t.entries[key].forward_time_s for t in tables),
-                             max(t.entries[key].backward_time_s for t in tables), timing.repeats)
+                             max(t.entries[key].backward_time_s for t in tables), timing.repeats, timing.work)
                for key, timing in tables[0].entries.items()}
     return ComputeTable(table.device_kind, entries, table.runtime_overhead)
