@@ -3,9 +3,9 @@
 An entry's key is what decides a kernel's time: (op kind, local input shapes, input dtypes,
 attributes, which inputs need gradients). An entry may also record its op's `Work` (the FLOPs and
 bytes the cost model prices it by), so that an op of the same kind at a size never measured is
-estimated from the measured sizes around it (cost.compute.Interpolation). `ProfileRequest` is one such op to measure (the core
-decides which, `profile_requests`); stratagem/runtime/profile_ops.py measures requests with torch
-and writes a `ComputeTable`, which the cost model prefers to the roofline.
+estimated from the measured sizes around it (cost.interpolate). `ProfileRequest` is one such op
+to measure (the core decides which, `profile_requests`); stratagem/runtime/profile_ops.py measures
+requests with torch and writes a `ComputeTable`, which the cost model prefers to the roofline.
 """
 
 from __future__ import annotations

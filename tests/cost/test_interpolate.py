@@ -103,7 +103,8 @@ def test_measured_sizes_are_the_table_and_beyond_them_the_nearest_ratio(setting)
         assert (model.times(work).forward_time_s, model.times(work).backward_time_s) == (
             entry.forward_time_s, entry.backward_time_s)
     # the largest fc2 shard left out: beyond the rest, priced at the ratio of the next largest
-    fc2 = sorted((w for w in works(graph) if w.request.requires_grad == (True, True)), key=lambda w: roofline(device, w))
+    fc2 = sorted((w for w in works(graph) if w.request.requires_grad == (True, True)),
+                 key=lambda w: roofline(device, w))
     largest, next_largest = fc2[-1], fc2[-2]
     rn = roofline(device, next_largest)
     assert rn < roofline(device, largest)
