@@ -218,7 +218,22 @@ def basics() -> list[ZooEntry]:
     return [ZooEntry("mlp", full, tiny, "stratagem's runtime checks and CPU fidelity runs",
                      notes="3 hidden layers of 1024 on 1024 features, 10 classes, batch 64: a step is a "
                            "few tens of milliseconds on one CPU core, so measured times are compute, "
-                           "not Python overhead")]
+                           "not Python overhead"),
+            ZooEntry("resnet-tiny", *_images(partial(ResNet, (1, 1, 1, 1), 1, 10, 16),
+                                             partial(ResNet, (1, 1, 1, 1), 1, 10, 4), 32, 32, classes=10),
+                     "CPU fidelity runs: a convolutional model beside mlp, gpt-tiny and transformer-mini",
+                     notes="the zoo's bottleneck ResNet with one block per stage (ResNet-14 shape), base "
+                           "width 16 (stages of 64-512 channels), 10 classes, 32x32 RGB images in batches "
+                           "of 32 (0.51M parameters): a step is about 40 ms on one CPU core; tiny: base 4, "
+                           "batch 2"),
+            ZooEntry("transformer-mini",
+                     *_seq2seq(partial(Transformer, 2000, 128, 4, 512, 2, 64, 0.0),
+                               partial(Transformer, 50, 16, 2, 32, 2, 16, 0.0), 16, 2000, 64),
+                     "CPU fidelity runs: an encoder-decoder beside mlp, gpt-tiny and resnet-tiny",
+                     notes="the zoo's encoder-decoder Transformer (as `transformer`) with 2+2 layers, d_model "
+                           "128 (4 heads of 32), FFN 512, a shared 2,000-token vocabulary, no dropout; 16 "
+                           "pairs of 64-token sequences (1.18M parameters): a step is about 270 ms on one "
+                           "CPU core. Not `transformer-tiny`, which names the tiny variant of `transformer`")]
 
 
 def spatial() -> list[ZooEntry]:

@@ -13,12 +13,17 @@ EXPECTED = {
     *(f"wresnet-{d}-{w}" for d in (50, 101, 152) for w in (4, 6, 8, 10)),
     *(f"rnn-{layers}-{h}k" for layers in (6, 8, 10) for h in (4, 6, 8)),
     *(f"gpt-{s}" for s in ("tiny", "125m", "1.3b", "7b", "13b", "70b")),
-    "mlp", "unet", "hf:gpt2", "hf:bert-base-uncased", "hf:llama", "hf:llama-7b", "hf:t5-small",
+    "mlp", "resnet-tiny", "transformer-mini", "unet",
+    "hf:gpt2", "hf:bert-base-uncased", "hf:llama", "hf:llama-7b", "hf:t5-small",
 }
 
 
 def test_the_zoo_has_exactly_the_named_models():
     assert set(zoo.names()) == EXPECTED and len(zoo.names()) == len(EXPECTED)
+
+
+def test_no_model_is_named_as_another_models_tiny_variant():
+    assert not {name + zoo.TINY for name in zoo.names()} & set(zoo.names())
 
 
 def test_tiny_names_resolve_to_the_tiny_variant():
