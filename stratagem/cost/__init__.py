@@ -11,7 +11,7 @@
 The planner core: this package does not import torch.
 """
 
-from stratagem.cost.compute_table import ComputeTable, OpTiming, ProfileRequest
+from stratagem.cost.compute_table import ComputeTable, OpTiming, ProfileRequest, RuntimeOverhead
 from stratagem.cost.costs import EdgeCost, OpCost, PlanCost, ReuseOption
 from stratagem.cost.memory import MemoryCost, Optimizer
 from stratagem.cost.model import CostModel
@@ -20,5 +20,5 @@ from stratagem.cost.oplayouts import profile_requests
 from stratagem.cost.redistribute import Redistribution
 from stratagem.cost.steps import CommStep
 
-__all__ = ["CommStep", "ComputeTable", "CostModel", "EdgeCost", "MemoryCost", "OpCost", "OpTiming", "OpWork", "Optimizer",
-           "PlanCost", "ProfileRequest", "Redistribution", "ReuseOption", "profile_requests"]
+__all__ = ["CommStep", "ComputeTable", "CostModel", "EdgeCost", "MemoryCost", "OpCost", "OpTiming", "OpWork",
+           "Optimizer", "RuntimeOverhead", "PlanCost", "ProfileRequest", "Redistribution", "ReuseOption", "profile_requests"]

@@ -25,8 +25,9 @@ linear's backward is 1.5-2.1x its forward, not 3x. Op-specific factors come only
 measurement: a `ComputeTable` entry replaces both times (`ComputeModel.times`), and an op the
 table lacks is estimated from the measured entries of its kind at the sizes around it
 (cost.interpolate; the roofline alone where its kind was never measured). A table that
-carries the runtime's own time per op (DTensor wrapping around each kernel, `runtime_overhead`) adds
-it to every op it prices, from its entries or the roofline.
+carries the runtime's own time per op (DTensor wrapping around each kernel, `runtime_overhead`: per op
+and per input, or per input needing a gradient in backward) adds it to every op it prices, from its
+entries or the roofline.
 """
 
 from __future__ import annotations
@@ -123,9 +124,8 @@ class ComputeModel:
         overhead = self.table.runtime_overhead if self.table is not None else None
         if overhead is None:
             return kernel
-        backward = overhead.backward_time_s if any(request.requires_grad) else 0.0
-        return ComputeTimes(kernel.forward_time_s + overhead.forward_time_s, kernel.backward_time_s + backward,
-                            kernel.source)
+        return ComputeTimes(kernel.forward_time_s + overhead.forward_s(len(request.input_shapes)),
+                            kernel.backward_time_s + overhead.backward_s(sum(request.requires_grad)), kernel.source)
 
     def _kernel_times(self, work: OpWork) -> ComputeTimes:
         if self.table is not None:

@@ -61,12 +61,30 @@ class OpTiming:
 
 
 @dataclass(frozen=True)
+class RuntimeOverhead:
+    """The runtime's own time around each kernel (DTensor wrapping, runtime.profile_overhead): per
+    op, and per input it unwraps (forward) or hands a gradient back to (backward)."""
+    forward_time_s: float
+    backward_time_s: float
+    repeats: int
+    forward_per_input_s: float = 0.0
+    backward_per_gradient_s: float = 0.0
+
+    def forward_s(self, inputs: int) -> float:
+        return self.forward_time_s + self.forward_per_input_s * inputs
+
+    def backward_s(self, gradients: int) -> float:
+        """Nothing for an op none of whose inputs needs a gradient (no backward runs)."""
+        return self.backward_time_s + self.backward_per_gradient_s * gradients if gradients else 0.0
+
+
+@dataclass(frozen=True)
 class ComputeTable:
     device_kind: str
     entries: Mapping[Key, OpTiming]
     # the runtime's own time per op beyond its kernel (DTensor wrapping: runtime.profile_overhead),
     # added to every op priced with this table; None: not measured
-    runtime_overhead: OpTiming | None = None
+    runtime_overhead: RuntimeOverhead | None = None
 
     def lookup(self, request: ProfileRequest) -> OpTiming | None:
         return self.entries.get(request.key)
@@ -88,7 +106,8 @@ class ComputeTable:
         overhead = self.runtime_overhead
         extra = {} if overhead is None else {"runtime_overhead": {
             "forward_time_s": overhead.forward_time_s, "backward_time_s": overhead.backward_time_s,
-            "repeats": overhead.repeats}}
+            "repeats": overhead.repeats, "forward_per_input_s": overhead.forward_per_input_s,
+            "backward_per_gradient_s": overhead.backward_per_gradient_s}}
         return {"format_version": FORMAT_VERSION, "table": "ops", "device_kind": self.device_kind,
                 "entries": rows, **extra}
 
@@ -117,7 +136,9 @@ class ComputeTable:
         if data.get("runtime_overhead") is not None:
             row = data["runtime_overhead"]
             try:
-                overhead = OpTiming(float(row["forward_time_s"]), float(row["backward_time_s"]), int(row["repeats"]))
+                overhead = RuntimeOverhead(float(row["forward_time_s"]), float(row["backward_time_s"]),
+                                           int(row["repeats"]), float(row.get("forward_per_input_s", 0.0)),
+                                           float(row.get("backward_per_gradient_s", 0.0)))
             except (KeyError, TypeError, ValueError) as error:
                 raise ConfigError(f"{source}: field 'runtime_overhead' is not valid", got=repr(error)) from None
         for i, row in enumerate(data.get("entries", ())):

@@ -43,23 +43,26 @@ def test_profiled_table_is_preferred_and_round_trips(tmp_path, checked):
     config = Configuration.of(b=2)
     entry = table.lookup(measured.profile_request("fc2", config))
     cost = measured.op_cost("fc2", config)
-    assert (cost.forward_time_s, cost.backward_time_s) == (entry.forward_time_s + overhead.forward_time_s,
-                                                           entry.backward_time_s + overhead.backward_time_s)
+    assert (cost.forward_time_s, cost.backward_time_s) == (entry.forward_time_s + overhead.forward_s(2),
+                                                           entry.backward_time_s + overhead.backward_s(2))
     assert cost.compute_source == "table" and plain.op_cost("fc2", config).compute_source == "roofline"
     assert cost.forward_time_s != plain.op_cost("fc2", config).forward_time_s
     assert entry.backward_time_s > 0 and entry.repeats == 10
 
 
 def test_the_runtime_overhead_is_added_to_every_op_the_table_prices(checked):
-    from stratagem.cost import OpTiming
+    """Per op, per input read in forward, per input gradient in backward: fc1 reads x and w1 and
+    hands back w1's gradient; fc2 reads h and w2 and hands back both."""
+    from stratagem.cost import RuntimeOverhead
     graph = checked(mlp(8, 32, 64))
     config = Configuration.of(b=2)
     bare = CostModel(graph, "cpu-1x2", compute_table=ComputeTable("cpu", {}))
-    with_overhead = CostModel(graph, "cpu-1x2", compute_table=ComputeTable("cpu", {}, OpTiming(1e-4, 3e-5, 30)))
-    for op in ("fc1", "fc2"):                    # priced by the roofline: no entry
+    overhead = RuntimeOverhead(1e-4, 3e-5, 30, 2e-5, 7e-5)
+    with_overhead = CostModel(graph, "cpu-1x2", compute_table=ComputeTable("cpu", {}, overhead))
+    for op, gradients in (("fc1", 1), ("fc2", 2)):                # priced by the roofline: no entry
         a, b = bare.op_cost(op, config), with_overhead.op_cost(op, config)
-        assert b.forward_time_s == pytest.approx(a.forward_time_s + 1e-4)
-        assert b.backward_time_s == pytest.approx(a.backward_time_s + 3e-5)
+        assert b.forward_time_s == pytest.approx(a.forward_time_s + 1e-4 + 2 * 2e-5)
+        assert b.backward_time_s == pytest.approx(a.backward_time_s + 3e-5 + gradients * 7e-5)
 
 
 def test_table_for_another_device_kind_is_refused(checked):
