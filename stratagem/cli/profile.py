@@ -169,7 +169,7 @@ def run_ops(args: argparse.Namespace) -> int:
         try:
             table = slowest_rank(profile_graph(graph, args.devices, options, repeats=args.repeats,
                                                warmup=args.warmup, device=args.device, label=args.device_kind,
-                                               with_overhead=False, before_each=dist.barrier))
+                                               before_each=dist.barrier))
             if table is not None:
                 table.save(args.output)
         finally:
@@ -182,18 +182,15 @@ def run_ops(args: argparse.Namespace) -> int:
 
 
 def _ops_side_by_side(args: argparse.Namespace) -> int:
-    """`--nproc N`: N ranks measure every op side by side (rank 0 writes the slowest rank's times),
-    then this process adds the runtime's own time per op and writes the table."""
-    from stratagem.runtime.profile_overhead import runtime_overhead
+    """`--nproc N`: N ranks measure every op and the runtime's own time per op side by side (rank 0
+    writes the slowest rank's times); this process finishes the table."""
     argv = ["profile", "ops", args.model, "-o", args.output, "--devices", str(args.devices), "--max-axes",
             str(args.max_axes), "--repeats", str(args.repeats), "--warmup", str(args.warmup), "--device",
             args.device, *(["--device-kind", args.device_kind] if args.device_kind else [])]
     code = _torchrun(args.nproc, argv)
     if code != 0:
         return code
-    table = ComputeTable.load(args.output)
-    table = ComputeTable(table.device_kind, table.entries, runtime_overhead(args.device, repeats=max(args.repeats, 30)))
-    return _finish_ops(args, table)
+    return _finish_ops(args, ComputeTable.load(args.output))
 
 
 def _finish_ops(args: argparse.Namespace, table) -> int:

@@ -20,7 +20,7 @@ import torch
 import torch.distributed as dist
 
 from stratagem import values
-from stratagem.cost import ComputeTable, OpTiming, ProfileRequest, profile_requests
+from stratagem.cost import ComputeTable, OpTiming, ProfileRequest, RuntimeOverhead, profile_requests
 from stratagem.errors import ConfigError
 from stratagem.ir import Graph
 from stratagem.runtime.profile_overhead import runtime_overhead
@@ -130,4 +130,11 @@ def slowest_rank(table: ComputeTable) -> ComputeTable | None:
     entries = {key: OpTiming(max(t.entries[key].forward_time_s for t in tables),
                              max(t.entries[key].backward_time_s for t in tables), timing.repeats, timing.work)
                for key, timing in tables[0].entries.items()}
-    return ComputeTable(table.device_kind, entries, table.runtime_overhead)
+    overheads = [t.runtime_overhead for t in tables if t.runtime_overhead is not None]
+    return ComputeTable(table.device_kind, entries, _slowest(overheads) if overheads else None)
+
+
+def _slowest(overheads: list[RuntimeOverhead]) -> RuntimeOverhead:
+    """The slowest rank's, on an op of two inputs that both need gradients (a fit's parts are not
+    compared one by one: noise moves time between per-op and per-input)."""
+    return max(overheads, key=lambda o: o.forward_s(2) + o.backward_s(2))

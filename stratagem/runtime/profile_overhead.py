@@ -4,19 +4,23 @@ The runtime runs every op through DTensor (each input unwrapped with its gradien
 local kernel, the outputs wrapped again: runtime.execute), which costs time no kernel table holds
 and, on a CPU, more than a small kernel does. Each input is one more unwrap in forward and, when it
 needs a gradient, one more autograd node in backward; so the time is per op and per input
-(measured here: 160 us forward and 140 us backward for a one-input op, about 60 and 160 us more
-for each further input). Measured on one rank, as one-device plans, for chains of `length` ops on
-small tensors whose ops read k = 1, 2, 3 inputs (a weight times the input then negations; adds of a
-weight; linears with a bias), each run by a PlanModule and as plain torch, forward and forward +
+(measured here on one device: 160 us forward and 140 us backward for a one-input op, about 60 and
+160 us more for each further input). Measured for chains of `length` ops on small tensors whose ops
+read one or two inputs (a weight times the input then negations; adds of a weight of the input's
+shape), each run by a PlanModule and as plain torch on the same local tensors, forward and forward +
 backward, `repeats` times each (medians):
 
     F_k = plan forward - plain forward,     B_k = (plan step - plan forward) - (plain step - plain forward)
     F_k = a_f * ops + b_f * (inputs read)          B_k = a_b * ops + b_b * (gradients handed back)
 
-fitted by least squares over the three chains (`fit`): a_f, a_b per op, b_f per input, b_b per
+fitted by least squares over the chains (`fit`): a_f, a_b per op, b_f per input, b_b per
 input gradient (ComputeTable.runtime_overhead, a `RuntimeOverhead`).
 
-A single-rank gloo group is made for it when none exists (and destroyed after).
+Under N > 1 ranks (`stratagem profile ops --nproc N`) every rank measures side by side, with the
+chains' tensors N times as long and every op split over the N ranks along them (as the ranks run a
+plan: sharded DTensors on an N-device mesh, which cost more per op than on one device: about 1.5x
+forward here); rank 0 is handed the slowest rank's figures (profile_ops.slowest_rank). Alone, a
+single-rank gloo group is made for it when none exists (and destroyed after).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from stratagem.plan import Plan
 from stratagem.runtime.timing import timed_s
 from stratagem.space import Configuration
 
-BATCH, WIDTH = 8, 64
+BATCH, WIDTH = 8, 64          # each rank's share
 
 
 @dataclass(frozen=True)
@@ -46,17 +50,18 @@ class Chain:
     weights: tuple[tuple[int, ...], ...]
     length: int = 16
 
-    def _op_weights(self, i: int) -> list[tuple[str, tuple[int, ...]]]:
+    def _op_weights(self, i: int, ranks: int = 1) -> list[tuple[str, tuple[int, ...]]]:
         shapes = self.weights or (((BATCH, WIDTH),) if i == 0 else ())
-        return [(f"w{i}_{j}", shape) for j, shape in enumerate(shapes)]
+        return [(f"w{i}_{j}", _rows(shape, ranks)) for j, shape in enumerate(shapes)]
 
-    def graph(self) -> Graph:
-        specs = [TensorSpec("x", (BATCH, WIDTH), role="input", sample_dim=0)]
+    def graph(self, ranks: int = 1) -> Graph:
+        """Its tensors `ranks` times as long (on each rank its share is as on one)."""
+        specs = [TensorSpec("x", (BATCH * ranks, WIDTH), role="input", sample_dim=0)]
         ops = []
         for i in range(self.length):
-            weights = self._op_weights(i)
+            weights = self._op_weights(i, ranks)
             specs += [TensorSpec(name, shape, role="weight") for name, shape in weights]
-            specs.append(TensorSpec(f"h{i}", (BATCH, WIDTH), sample_dim=0))
+            specs.append(TensorSpec(f"h{i}", (BATCH * ranks, WIDTH), sample_dim=0))
             kind = "mul" if not self.weights and i == 0 else self.kind
             ops.append(Op(f"op{i}", kind, [f"h{i - 1}" if i else "x", *(n for n, _ in weights)], [f"h{i}"]))
         return Graph.build(f"overhead-{self.kind}", specs, ops, [f"h{self.length - 1}"])
@@ -75,22 +80,30 @@ class Chain:
         return run
 
 
+def _rows(shape: tuple[int, ...], ranks: int) -> tuple[int, ...]:
+    """A weight of the input's shape grows with it (so that it is split with it, no collective)."""
+    return (shape[0] * ranks, *shape[1:]) if shape == (BATCH, WIDTH) else shape
+
+
 def counts(graph: Graph) -> tuple[int, int, int]:
     """(ops, inputs the ops read, of them those that need a gradient)."""
     inputs = [t for op in graph.ops for t in op.inputs]
     return len(graph.ops), len(inputs), sum(t in graph.requires_grad for t in inputs)
 
 
-CHAINS = (Chain("neg", ()), Chain("add", ((BATCH, WIDTH),)), Chain("linear", ((WIDTH, WIDTH), (WIDTH,))))
+# split over ranks without a collective: elementwise ops whose inputs all have the input's shape
+CHAINS = (Chain("neg", ()), Chain("add", ((BATCH, WIDTH),)))
 
 
 def runtime_overhead(device: torch.device | str = "cpu", repeats: int = 30) -> RuntimeOverhead:
+    """Alone, or on every rank of the process group side by side (module docstring)."""
     device = torch.device(device)
     made_group = not dist.is_initialized()
     if made_group:
         dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     try:
-        rows = [(counts(chain.graph()), _overhead_s(chain, device, repeats)) for chain in CHAINS]
+        ranks = dist.get_world_size()
+        rows = [(counts(chain.graph()), _overhead_s(chain, device, repeats, ranks)) for chain in CHAINS]
         return fit(rows, repeats)
     finally:
         if made_group:
@@ -123,28 +136,48 @@ def _two_terms(rows: list[tuple[int, int, float]]) -> tuple[float, float]:
     return (only_a, 0.0) if error_a <= error_b else (0.0, only_b)
 
 
-def _overhead_s(chain: Chain, device: torch.device, repeats: int) -> tuple[float, float]:
-    """(F, B) of one chain: the plan's time beyond plain torch's, forward and backward."""
+def _overhead_s(chain: Chain, device: torch.device, repeats: int, ranks: int) -> tuple[float, float]:
+    """(F, B) of one chain: the plan's time beyond plain torch's on the same local tensors, forward
+    and backward; over `ranks` ranks every op split along the tensors' rows."""
     from stratagem.runtime.execute import PlanModule
-    graph = chain.graph()
-    plan = Plan(graph, "cpu-1x1", 1, {op.name: Configuration(()) for op in graph.ops})
+    from stratagem.runtime.meshes import MeshBook
+    graph = chain.graph(ranks)
+    plan = Plan(graph, f"cpu-1x{ranks}", ranks, _split_rows(graph, ranks))
     weights = {t.name: torch.randn(t.shape) * 0.1 for t in graph.tensors.values() if t.role.value == "weight"}
-    planned = PlanModule(plan, weights, device)
-    plain = chain.plain({k: w.to(device).requires_grad_(True) for k, w in weights.items()})
-    x = torch.randn(BATCH, WIDTH)
-    plan_forward, plan_step = _times(lambda: planned(x), device, repeats)
-    plain_forward, plain_step = _times(lambda: plain(x.to(device)), device, repeats)
+    meshes = MeshBook((), ranks, device.type) if ranks > 1 else None
+    planned = PlanModule(plan, weights, device, meshes)
+    share = chain.graph()
+    local = {t.name: torch.randn(t.shape).to(device).requires_grad_(True) for t in share.tensors.values()
+             if t.role.value == "weight"}
+    plain = chain.plain(local)
+    x = torch.randn(BATCH * ranks, WIDTH)
+    mine = x[dist.get_rank() * BATCH:(dist.get_rank() + 1) * BATCH] if ranks > 1 else x
+    plan_forward, plan_step = _times(lambda: planned(mine), device, repeats, ranks > 1)
+    plain_forward, plain_step = _times(lambda: plain(mine.to(device)), device, repeats, ranks > 1)
     return (max(plan_forward - plain_forward, 0.0),
             max((plan_step - plan_forward) - (plain_step - plain_forward), 0.0))
 
 
-def _times(forward, device: torch.device, repeats: int) -> tuple[float, float]:
-    """Median seconds of a forward, and of a forward and its backward."""
+def _split_rows(graph: Graph, ranks: int) -> dict[str, Configuration]:
+    """Every op split `ranks` ways along its sample dim (all of a chain's tensors have the rows)."""
+    if ranks == 1:
+        return {op.name: Configuration(()) for op in graph.ops}
+    from stratagem.tdl.graphops import AnalysisCache
+    analyses = AnalysisCache(graph)
+    return {op.name: Configuration.of(**{next(d.name for d in analyses[op.name].dims if d.kind == "sample"): ranks})
+            for op in graph.ops}
+
+
+def _times(forward, device: torch.device, repeats: int, together: bool = False) -> tuple[float, float]:
+    """Median seconds of a forward, and of a forward and its backward; `together`: the ranks start
+    at a barrier, so that they run side by side."""
     def step():
         forward().sum().backward()
 
     for _ in range(3):
         step()
+    if together:
+        dist.barrier()
     forwards, steps = [], []
     for _ in range(repeats):
         forwards.append(timed_s(forward, device))
