@@ -31,7 +31,6 @@ from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 
 from stratagem.cost.compute_table import RuntimeOverhead
 from stratagem.ir import Graph, Op, TensorSpec
@@ -44,8 +43,9 @@ BATCH, WIDTH = 8, 64          # each rank's share
 
 @dataclass(frozen=True)
 class Chain:
-    """`length` ops `kind`(last output, its own weights of `weights`' shapes); with no weights
-    (negations) the first op is a product with a weight, so that gradients flow."""
+    """`length` ops `kind`(last output, its own weights of `weights`' shapes): `add` with one
+    weight, or `neg` with none, whose first op is then a product with a weight (so that gradients
+    flow)."""
     kind: str
     weights: tuple[tuple[int, ...], ...]
     length: int = 16
@@ -72,10 +72,7 @@ class Chain:
             h = x
             for i in range(self.length):
                 w = [weights[name] for name, _ in self._op_weights(i)]
-                if not self.weights:
-                    h = h * w[0] if i == 0 else -h
-                else:
-                    h = h + w[0] if self.kind == "add" else F.linear(h, *w)
+                h = (h * w[0] if i == 0 else -h) if not self.weights else h + w[0]
             return h
         return run
 
@@ -91,7 +88,8 @@ def counts(graph: Graph) -> tuple[int, int, int]:
     return len(graph.ops), len(inputs), sum(t in graph.requires_grad for t in inputs)
 
 
-# split over ranks without a collective: elementwise ops whose inputs all have the input's shape
+# one and two inputs per op, split over ranks without a collective (elementwise, every input of
+# the input's shape)
 CHAINS = (Chain("neg", ()), Chain("add", ((BATCH, WIDTH),)))
 
 
@@ -164,8 +162,8 @@ def _split_rows(graph: Graph, ranks: int) -> dict[str, Configuration]:
         return {op.name: Configuration(()) for op in graph.ops}
     from stratagem.tdl.graphops import AnalysisCache
     analyses = AnalysisCache(graph)
-    return {op.name: Configuration.of(**{next(d.name for d in analyses[op.name].dims if d.kind == "sample"): ranks})
-            for op in graph.ops}
+    sample = {op.name: next(d.name for d in analyses[op.name].dims if d.kind == "sample") for op in graph.ops}
+    return {op: Configuration.of(**{dim: ranks}) for op, dim in sample.items()}
 
 
 def _times(forward, device: torch.device, repeats: int, together: bool = False) -> tuple[float, float]:
