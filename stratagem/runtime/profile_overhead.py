@@ -37,6 +37,7 @@ from stratagem.ir import Graph, Op, TensorSpec
 from stratagem.plan import Plan
 from stratagem.runtime.timing import timed_s
 from stratagem.space import Configuration
+from stratagem.tdl.graphops import AnalysisCache
 
 BATCH, WIDTH = 8, 64          # each rank's share
 
@@ -160,7 +161,6 @@ def _split_rows(graph: Graph, ranks: int) -> dict[str, Configuration]:
     """Every op split `ranks` ways along its sample dim (all of a chain's tensors have the rows)."""
     if ranks == 1:
         return {op.name: Configuration(()) for op in graph.ops}
-    from stratagem.tdl.graphops import AnalysisCache
     analyses = AnalysisCache(graph)
     sample = {op.name: next(d.name for d in analyses[op.name].dims if d.kind == "sample") for op in graph.ops}
     return {op: Configuration.of(**{dim: ranks}) for op, dim in sample.items()}
