@@ -26,7 +26,7 @@ from stratagem.cost import ComputeTable
 from stratagem.errors import ConfigError
 from stratagem.space import SpaceOptions
 
-COMM_DEFAULTS = {"min_exp": 10, "max_exp": 24, "repeats": 10, "warmup": 2}
+COMM_DEFAULTS = {"min_exp": 10, "max_exp": 24, "repeats": 10, "warmup": 2, "after_compute_ms": 2.0}
 
 
 # (argument, what it is, suffixes its writer can produce): checked before any work (cli.main)
@@ -43,6 +43,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     comm.add_argument("--repeats", type=int, default=COMM_DEFAULTS["repeats"])
     comm.add_argument("--warmup", type=int, default=COMM_DEFAULTS["warmup"])
     comm.add_argument("--kinds", nargs="+", default=None, help="collectives (default: all)")
+    comm.add_argument("--after-compute-ms", type=float, default=COMM_DEFAULTS["after_compute_ms"],
+                      help="also time each collective after this much compute on every rank, as a step "
+                           "reaches it, and keep the larger time (0: after a barrier only)")
     _cluster_options(comm, "ranks")
     ops = sub.add_parser("ops", help="forward and backward time of every distinct local op of a model")
     ops.add_argument("model", help="a model zoo name")
@@ -100,13 +103,15 @@ def _under_torchrun() -> bool:
 
 def _comm_argv(args: argparse.Namespace) -> list[str]:
     argv = ["profile", "comm", "-o", args.output, "--backend", args.backend, "--min-exp", str(args.min_exp),
-            "--max-exp", str(args.max_exp), "--repeats", str(args.repeats), "--warmup", str(args.warmup)]
+            "--max-exp", str(args.max_exp), "--repeats", str(args.repeats), "--warmup", str(args.warmup),
+            "--after-compute-ms", str(args.after_compute_ms)]
     return argv + (["--kinds", *args.kinds] if args.kinds else [])
 
 
 def comm_options(args: argparse.Namespace):
     from stratagem.runtime.profile_comm import KINDS, CommProfileOptions
-    return CommProfileOptions(args.min_exp, args.max_exp, args.repeats, args.warmup, tuple(args.kinds or KINDS))
+    return CommProfileOptions(args.min_exp, args.max_exp, args.repeats, args.warmup, tuple(args.kinds or KINDS),
+                              args.after_compute_ms / 1e3)
 
 
 def run_comm(args: argparse.Namespace) -> int:

@@ -6,11 +6,23 @@ size (ordered factorizations, up to 3 axes) and every axis, the groups along tha
 ranks the whole group, pairs (0,1)(2,3) and pairs (0,2)(1,3). All groups of a partitioning run the
 collective at the same time, so shared-link contention is in the measurement.
 
+    burst = matmuls taking about after_compute_s on the slowest rank (the same count on every rank)
     for each partitioning, collective, size 2^i (min_exp <= i <= max_exp):
-        repeat warmup + repeats times: world barrier; time the collective on this rank's group;
-                                       all-reduce(MAX) of the times across ranks
-        keep the median of the timed repeats
+        run it warmup times
+        aligned = mean over repeats of: world barrier; time the collective on this rank's group;
+                                        all-reduce(MAX) of the times across ranks
+        in_step = loop(burst; collective) - loop(burst), each `repeats` times between two world
+                  barriers, per repeat, the slowest rank's
+        keep max(aligned, in_step)          (aligned alone when after_compute_s is 0)
     rank 0 writes a CommTable (JSON)
+
+Why in a step's rhythm: a training step reaches each collective from compute, and its ranks
+arrive apart (each kernel's time jitters, a rank is descheduled, a waiting rank's thread must be
+woken), where after a barrier they arrive together. On 2 gloo ranks of a 2-core CPU a 4 KiB
+all-reduce took about 2 ms after a barrier and added 3-7 ms to a loop of 2-8 ms of matmuls; 4 MiB
+5 ms against 8-9 ms. The mean, not the median, of the repeats: a step's time is the sum of its
+parts' times, whose expectation is the sum of their means (time slicing makes the distribution of
+a short call's time skewed: the median is the call that was not preempted).
 
 Sizes are the full logical buffer (nccl-tests' S), rounded up so every rank's part is a whole
 float32 element; the recorded size is the one actually moved. send_recv is measured on groups of
@@ -32,6 +44,7 @@ from stratagem import values
 from stratagem.cluster.comm_table import CommTable, Groups, Series, normalize_groups
 from stratagem.space.tensor_layout import TensorLayout
 from stratagem.space import REPLICATE, ordered_factorizations
+from stratagem.runtime.timing import synchronize, timed_s
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
 ITEMSIZE = 4
@@ -44,12 +57,14 @@ class CommProfileOptions:
     repeats: int = 10
     warmup: int = 2
     kinds: tuple[str, ...] = KINDS
+    after_compute_s: float = 2e-3     # each collective also measured after this much compute (0: not)
 
     def __post_init__(self) -> None:
         values.integer(self.min_exp, "smallest size exponent (min_exp)", minimum=0)
         values.integer(self.max_exp, "largest size exponent (max_exp)", minimum=self.min_exp)
         values.integer(self.repeats, "repeats")
         values.integer(self.warmup, "warmup", minimum=0)
+        values.non_negative(self.after_compute_s, "compute before each collective (after_compute_s)")
         for kind in self.kinds:
             values.one_of(kind, "collective", KINDS)
 
@@ -94,21 +109,56 @@ def _run(kind: str, group: Sequence[int], pg, elements: int, device: torch.devic
     return lambda: dist.recv(buffer, src=group[0], group=pg)
 
 
-def _measure(op, options: CommProfileOptions, device: torch.device) -> float:
-    times = []
-    for i in range(options.warmup + options.repeats):
-        dist.barrier()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        start = time.perf_counter()
+def _measure(op, options: CommProfileOptions, device: torch.device, burst=None) -> float:
+    """Seconds of one collective: after a barrier, and with `burst`, as a step meets it (the
+    module's docstring); the larger."""
+    for _ in range(options.warmup):
         op()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
-        dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
-        if i >= options.warmup:
-            times.append(float(elapsed))
-    return statistics.median(times)
+    aligned = statistics.fmean(_aligned_s(op, device) for _ in range(options.repeats))
+    if burst is None:
+        return aligned
+    in_step = _loop_s(lambda: (burst(), op()), options.repeats, device) - _loop_s(burst, options.repeats, device)
+    return max(aligned, in_step)
+
+
+def _aligned_s(op, device: torch.device) -> float:
+    """One call started together after a world barrier: the slowest rank's seconds."""
+    dist.barrier()
+    return _slowest_s(timed_s(op, device))
+
+
+def _loop_s(fn, repeats: int, device: torch.device) -> float:
+    """Seconds per call of `repeats` calls back to back between two world barriers, the slowest rank's."""
+    dist.barrier()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    synchronize(device)
+    dist.barrier()
+    return _slowest_s((time.perf_counter() - start) / repeats)
+
+
+def _slowest_s(seconds: float) -> float:
+    elapsed = torch.tensor([seconds], dtype=torch.float64)
+    dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
+    return float(elapsed)
+
+
+def compute_burst(seconds: float, device: torch.device):
+    """A callable of square matmuls that takes about `seconds` on the slowest rank, the same count
+    of matmuls on every rank (a step's ranks run the same kernels); None for 0 seconds."""
+    if seconds <= 0:
+        return None
+    a = torch.randn(256, 256, device=device)
+    one_s = min(timed_s(lambda: a @ a, device) for _ in range(5))
+    count = torch.tensor([max(1, round(seconds / max(one_s, 1e-9)))], dtype=torch.int64)
+    dist.all_reduce(count, op=dist.ReduceOp.MIN)
+    matmuls = int(count)
+
+    def burst() -> None:
+        for _ in range(matmuls):
+            a @ a
+    return burst
 
 
 def profile_world(options: CommProfileOptions, device: torch.device) -> CommTable | None:
@@ -120,6 +170,7 @@ def profile_world(options: CommProfileOptions, device: torch.device) -> CommTabl
         for group in partitioning:
             groups_pg.setdefault(group, dist.new_group(list(group)))
     series = {}
+    burst = compute_burst(options.after_compute_s, device)
     for partitioning in parts:
         mine = next(g for g in partitioning if rank in g)
         p = len(mine)
@@ -132,7 +183,7 @@ def profile_world(options: CommProfileOptions, device: torch.device) -> CommTabl
                 if sizes and elements * ITEMSIZE <= sizes[-1]:
                     continue
                 op = _run(kind, mine, groups_pg[mine], elements, device)
-                times.append(_measure(op, options, device))
+                times.append(_measure(op, options, device, burst))
                 sizes.append(float(elements * ITEMSIZE))
             series[(kind, partitioning)] = Series(tuple(sizes), tuple(times))
     if rank != 0:

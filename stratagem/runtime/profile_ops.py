@@ -5,8 +5,11 @@ gradients): build inputs on the device (floating inputs random, integer inputs z
 input is in range), run `impl(inputs, attrs, out_shape)` `warmup` times, then time `repeats`
 forward runs and `repeats` backward runs (autograd from a ones gradient made once, as a training
 step's backward receives its gradient: neither the forward that feeds each backward nor the
-gradient's allocation is timed), and keep the medians. The impl table defaults to the runtime's
-kernels (`localops.profile_impls`: TORCH_OPS and what the adapters run); tests and users may pass their own.
+gradient's allocation is timed), and keep the means (a step's time is the sum of its ops' times,
+whose expectation is the sum of their means; where ranks share cores, time slicing skews a short
+op's times to the right and the median is the run that was not preempted). The impl table
+defaults to the runtime's kernels (`localops.profile_impls`: TORCH_OPS and what the adapters
+run); tests and users may pass their own.
 """
 
 from __future__ import annotations
@@ -75,8 +78,8 @@ def measure(request: ProfileRequest, impl: Impl, repeats: int = MIN_REPEATS, war
             backward_times.append(timed_s(lambda: _backward(outputs, gradients), device))
             for t in inputs:
                 t.grad = None
-    backward = statistics.median(backward_times) if backward_times else 0.0
-    return OpTiming(statistics.median(forward_times), backward, repeats)
+    backward = statistics.fmean(backward_times) if backward_times else 0.0
+    return OpTiming(statistics.fmean(forward_times), backward, repeats)
 
 
 def _backward(outputs: list[torch.Tensor], gradients: list[torch.Tensor] | None = None) -> None:
@@ -92,7 +95,7 @@ def profile(requests: Iterable[ProfileRequest], impls: Mapping[str, Impl] | None
     """Measure every request, and (`with_overhead`) the runtime's own time per op
     (runtime.profile_overhead); `label` names the device kind (default: the torch device's).
     `before_each` runs before each request (a barrier, so that ranks measure it side by side)."""
-    values.integer(repeats, "repeats (for a stable median)", minimum=MIN_REPEATS)
+    values.integer(repeats, "repeats (for a stable mean)", minimum=MIN_REPEATS)
     values.integer(warmup, "warmup", minimum=0)
     impls = default_impls() if impls is None else impls
     requests = list(requests)

@@ -8,7 +8,7 @@ needs a gradient, one more autograd node in backward; so the time is per op and 
 160 us more for each further input). Measured for chains of `length` ops on small tensors whose ops
 read one or two inputs (a weight times the input then negations; adds of a weight of the input's
 shape), each run by a PlanModule and as plain torch on the same local tensors, forward and forward +
-backward, `repeats` times each (medians):
+backward, `repeats` times each (means, as profile_ops):
 
     F_k = plan forward - plain forward,     B_k = (plan step - plan forward) - (plain step - plain forward)
     F_k = a_f * ops + b_f * (inputs read)          B_k = a_b * ops + b_b * (gradients handed back)
@@ -167,7 +167,7 @@ def _split_rows(graph: Graph, ranks: int) -> dict[str, Configuration]:
 
 
 def _times(forward, device: torch.device, repeats: int, together: bool = False) -> tuple[float, float]:
-    """Median seconds of a forward, and of a forward and its backward; `together`: the ranks start
+    """Mean seconds of a forward, and of a forward and its backward; `together`: the ranks start
     at a barrier, so that they run side by side."""
     def step():
         forward().sum().backward()
@@ -180,4 +180,4 @@ def _times(forward, device: torch.device, repeats: int, together: bool = False) 
     for _ in range(repeats):
         forwards.append(timed_s(forward, device))
         steps.append(timed_s(step, device))
-    return statistics.median(forwards), statistics.median(steps)
+    return statistics.fmean(forwards), statistics.fmean(steps)

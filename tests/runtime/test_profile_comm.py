@@ -40,3 +40,38 @@ def test_partitionings_of_four_ranks():
     from stratagem.runtime.profile_comm import element_count, partitionings
     assert set(partitionings(4)) == {((0, 1, 2, 3),), ((0, 2), (1, 3)), ((0, 1), (2, 3))}
     assert element_count("all_gather", 16, 8) == 8 and element_count("all_reduce", 16, 8) == 4
+
+
+def test_a_collective_is_timed_as_a_step_reaches_it():
+    """A collective that is slower when ranks come to it from compute (here: it sleeps 20 ms after
+    the burst, not after a barrier) is recorded at its in-step time; without the burst, at the
+    barrier-aligned time; the options refuse a negative compute time."""
+    import time
+    import torch.distributed as dist
+    from stratagem.errors import ConfigError
+    from stratagem.runtime.profile_comm import CommProfileOptions, _measure, compute_burst
+    made = not dist.is_initialized()
+    if made:
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        import torch
+        after = {"burst": False}
+        burst_matmuls = compute_burst(1e-6, torch.device("cpu"))
+
+        def burst():
+            burst_matmuls()
+            after["burst"] = True
+
+        def collective():
+            time.sleep(0.02 if after["burst"] else 0.0)
+            after["burst"] = False
+
+        options = CommProfileOptions(repeats=3, warmup=0)
+        assert compute_burst(0.0, torch.device("cpu")) is None
+        assert _measure(collective, options, torch.device("cpu")) < 0.01
+        assert _measure(collective, options, torch.device("cpu"), burst) >= 0.015
+        with pytest.raises(ConfigError, match="after_compute_s"):
+            CommProfileOptions(after_compute_s=-1.0)
+    finally:
+        if made:
+            dist.destroy_process_group()

@@ -76,5 +76,5 @@ def test_missing_implementations_and_too_few_repeats(checked):
     requests = profile_requests(checked(mlp(8, 32, 64)), 2, OPTIONS)
     with pytest.raises(ConfigError, match="no torch implementation"):
         profile(requests, impls={}, repeats=10)
-    with pytest.raises(ConfigError, match=r"repeats \(for a stable median\) is not valid"):
+    with pytest.raises(ConfigError, match=r"repeats \(for a stable mean\) is not valid"):
         profile(requests, impls=IMPLS, repeats=3)
