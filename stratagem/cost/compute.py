@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from stratagem.cluster.spec import DeviceSpec
 from stratagem.cost.compute_table import ComputeTable, ProfileRequest
-from stratagem.cost.interpolate import KindKey, Measured, measured, measured_kinds, request_kind
+from stratagem.cost.interpolate import KindKey, Measured, kind_of, measured, measured_kinds
 from stratagem.errors import ConfigError
 from stratagem.ir import dtype_bytes
 from stratagem.tdl.expr import Access, Apply
@@ -150,7 +150,7 @@ class ComputeModel:
         """From the measured entries of its kind around its size (cost.interpolate), if any."""
         if self._kinds is None:
             self._kinds = measured_kinds(self.table.entries)
-        kind = request_kind(work.request)
+        kind = kind_of(work.request.key)
         if kind not in self._kinds:
             return None
         if kind not in self._measured:

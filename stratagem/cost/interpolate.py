@@ -27,7 +27,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from stratagem.cost.compute_table import Key, OpTiming, ProfileRequest
+from stratagem.cost.compute_table import Key, OpTiming
 
 KindKey = tuple
 
@@ -78,7 +78,3 @@ def measured(members: list[tuple[Key, OpTiming]], roofline: Callable[[float, flo
     ordered = sorted(rows.items())
     return Measured(tuple(r for r, _ in ordered), tuple(f for _, (f, _) in ordered),
                     tuple(b for _, (_, b) in ordered))
-
-
-def request_kind(request: ProfileRequest) -> KindKey:
-    return kind_of(request.key)
