@@ -262,23 +262,22 @@ def _partial_axes(layout: TensorLayout) -> tuple[int, ...]:
 
 def _sync_steps(model, op, inputs: list[TensorLayout], grads: dict[int, TensorLayout],
                 sharded: dict[int, ShardedWeight]) -> tuple[CommStep, ...]:
-    """Replicated weights: one all-reduce per bucket of axes (reduce-scatter and all-gather with
-    `shard_updates`); sharded ones: one reduce-scatter per bucket."""
-    buckets: dict[tuple[int, ...], float] = {}
-    scattered: dict[tuple[int, ...], float] = {}
-    for i, grad in grads.items():
-        axes = _partial_axes(grad)
-        if axes:
-            if i in sharded:           # the gradient of the gathered copy, in the compute dtype
-                scattered[axes] = scattered.get(axes, 0.0) + _local_bytes(model.graph, op.inputs[i], inputs[i])
-            else:                      # the held weight's gradient
-                buckets[axes] = buckets.get(axes, 0.0) + _held_bytes(model, op.inputs[i], inputs[i])
+    """One collective per weight whose gradient is partial, as the runtime syncs each parameter on
+    its own (`runtime.execute._sync_gradient`: a weight's and a bias's gradients are two
+    collectives): a replicated weight's all-reduce (reduce-scatter and all-gather with
+    `shard_updates`), a sharded weight's reduce-scatter of its gathered copy's gradient."""
     steps: list[CommStep] = []
     kinds = ("reduce_scatter", "all_gather") if model.shard_updates else ("all_reduce",)
-    for bucket, bucket_kinds in ((buckets, kinds), (scattered, ("reduce_scatter",))):
-        for axes, num_bytes in bucket.items():
-            groups = next(iter(grads.values())).axis_groups(axes)
-            steps.extend(CommStep(k, groups, num_bytes, model.price(k, num_bytes, groups)) for k in bucket_kinds)
+    for i, grad in grads.items():
+        axes = _partial_axes(grad)
+        if not axes:
+            continue
+        groups = grad.axis_groups(axes)
+        if i in sharded:               # the gradient of the gathered copy, in the compute dtype
+            num_bytes, weight_kinds = _local_bytes(model.graph, op.inputs[i], inputs[i]), ("reduce_scatter",)
+        else:                          # the held weight's gradient
+            num_bytes, weight_kinds = _held_bytes(model, op.inputs[i], inputs[i]), kinds
+        steps.extend(CommStep(k, groups, num_bytes, model.price(k, num_bytes, groups)) for k in weight_kinds)
     return tuple(steps)
 
 

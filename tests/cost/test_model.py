@@ -10,6 +10,7 @@ import pytest
 
 from stratagem.cost import CostModel
 from stratagem.errors import ConfigError, GraphError
+from stratagem.ir import Graph, Op, Role, TensorSpec
 from stratagem.space import Configuration, SpaceOptions
 from tests.cost.graphs import conv, mlp, mlp_with_views
 
@@ -28,6 +29,21 @@ def test_data_parallel_syncs_weight_gradients_model_parallel_does_not(model):
     assert dp.sync_time_s == pytest.approx(model.cluster.collective_time_s("all_reduce", H * D * 4, range(8)))
     assert model.op_cost("fc1", Configuration.of(j=8)).sync == ()
     assert model.op_cost("fc1", Configuration.of(rep=8)).sync == ()       # redundant compute: whole gradients
+
+
+def test_each_parameter_syncs_on_its_own(checked):
+    """A biased linear under data parallelism: its weight's and its bias's gradients are two
+    all-reduces, as the runtime syncs each parameter (one bucket would price one collective's
+    latency for two)."""
+    tensors = [TensorSpec("x", (B, D), "float32", Role.INPUT, 0), TensorSpec("w", (H, D), "float32", Role.WEIGHT),
+               TensorSpec("bias", (H,), "float32", Role.WEIGHT), TensorSpec("y", (B, H), "float32", Role.ACTIVATION, 0)]
+    graph = checked(Graph.build("biased", tensors, [Op("fc", "linear", ("x", "w", "bias"), ("y",))], ["y"]))
+    model = CostModel(graph, "h100-1x8")
+    steps = model.op_cost("fc", Configuration.of(b=8)).sync
+    assert sorted((s.kind, s.num_bytes) for s in steps) == [("all_reduce", H * 4), ("all_reduce", H * D * 4)]
+    assert all(s.groups == (tuple(range(8)),) for s in steps)
+    assert model.op_cost("fc", Configuration.of(b=8)).sync_time_s == pytest.approx(
+        sum(model.cluster.collective_time_s("all_reduce", n, range(8)) for n in (H * 4, H * D * 4)))
 
 
 def test_hybrid_mesh_syncs_over_the_data_parallel_axis_only(model):
