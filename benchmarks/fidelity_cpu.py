@@ -32,7 +32,9 @@ printed), written again after each (model, ranks), so a stopped sweep keeps what
 `--plot DIR` writes DIR/fidelity-cpu.png (predicted against measured time and memory, log scales,
 the y = x line and a +-10 % band; hollow markers: the held-out model) and DIR/fidelity-cpu.md (the
 summary tables, the command and the date). `--from-json FILE` redoes the summary and the plot from a
-saved JSON without running anything (seconds).
+saved JSON without running anything (seconds); with `--repredict`, every plan is simulated again by
+this checkout on its run's cluster and tables, the measurements kept (a cost-model change scored on
+runs already made, in minutes).
 """
 
 from __future__ import annotations
@@ -406,8 +408,13 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("-o", "--output", help="the reports (JSON); default: in a temporary directory")
     parser.add_argument("--plot", metavar="DIR", help="write DIR/fidelity-cpu.png and DIR/fidelity-cpu.md")
     parser.add_argument("--from-json", metavar="FILE", help="summarise a saved JSON; run nothing")
+    parser.add_argument("--repredict", action="store_true",
+                        help="with --from-json: predict every plan again with this checkout's cost model and "
+                             "simulator, on its run's cluster and tables, keeping what was measured")
     args = parser.parse_args()
     args.models = [args.model] if args.model else args.models
+    if args.repredict and not args.from_json:
+        parser.error("--repredict re-scores a saved sweep: give it --from-json FILE")
     if args.held_out == "none" or args.ops or args.held_out not in args.models or len(args.models) < 2:
         args.held_out = None
     return args
@@ -444,10 +451,35 @@ def loaded(path: str) -> dict:
     return {"command": f"(from {path})", "date": "-", "held_out": None, "runs": [run]}
 
 
+def repredicted(data: dict) -> dict:
+    """Every plan simulated again by this checkout on its run's cluster file (its tables), the
+    measured figures kept: a cost-model change scored on runs already made. The plan files must be
+    where the sweep wrote them."""
+    import stratagem as sg
+    from stratagem.plan import Plan
+    from stratagem.runtime.session import relative_error
+    for record in data["runs"]:
+        for r in record["plans"]:
+            plan = Plan.load(r["plan"])
+            if plan.recompute or plan.offload_activations or plan.strategy.pipeline is not None:
+                raise SystemExit(f"{r['plan']}: --repredict simulates plain plans (no recomputation, offload "
+                                 "or stages); run the sweep again for this one")
+            result = sg.simulate(plan.graph, record["cluster"], plan.strategy, plan.num_devices, plan.optimizer,
+                                 with_trace=False, precision=plan.precision)
+            r["predicted_iteration_time_s"] = result.iteration_time_s
+            r["predicted_peak_memory_bytes"] = result.peak_memory_bytes
+            r["time_rel_error"] = relative_error(r["iteration_time_s"], result.iteration_time_s)
+            r["memory_rel_error"] = relative_error(r["peak_memory_bytes_max"], result.peak_memory_bytes)
+    data["command"] += " (predictions again: python benchmarks/fidelity_cpu.py --from-json FILE --repredict)"
+    return data
+
+
 def main() -> int:
     args = arguments()
     if args.from_json:
         data = loaded(args.from_json)
+        if args.repredict:
+            data = repredicted(data)
         for record in data["runs"]:
             print_record(record)
     else:
