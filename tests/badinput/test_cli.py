@@ -187,7 +187,7 @@ def test_run_refuses_a_plan_whose_strategy_misses_ops(plan_record, no_launch, tm
     (["comm", "--nproc", "1"], ["--nproc", "expected at least 2 processes", "got 1"]),
     (["ops", "mlp-tiny", "--devices", "0"], ["devices is not valid", "expected an integer >= 1", "got 0"]),
     (["ops", "mlp-tiny", "--max-axes", "0"], ["max_axes is not valid", "got 0"]),
-    (["ops", "mlp-tiny", "--repeats", "0"], ["repeats (for a stable median) is not valid", "got 0"]),
+    (["ops", "mlp-tiny", "--repeats", "0"], ["repeats (for a stable mean) is not valid", "got 0"]),
     (["ops", "mlp-tiny", "--warmup", "-1"], ["warmup is not valid", "got -1"]),
 ])
 def test_profile_refuses_bad_values_before_measuring(args, fragments, monkeypatch, tmp_path):

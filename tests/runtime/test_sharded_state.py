@@ -33,7 +33,7 @@ CASES = {
         ("mlp-tiny", "data-parallel", "offloaded"), ("gpt-tiny-tiny", "owt", "offloaded"),
         ("transformer-tiny", "owt", "sharded"), ("gpt-tiny-tiny", "data-parallel", "sharded"),
         ("lenet-tiny", "data-parallel", "sharded_kept"), ("rnnlm-2-tiny", "owt", "sharded"),
-        ("transformer-tiny", "tofu-like", "sharded", "sgd")],
+        ("gpt-tiny-tiny", "owt", "sharded", "sgd")],
     4: [("lenet-tiny", "tofu-like", "sharded_kept"), ("transformer-tiny", "tofu-like", "sharded"),
         ("transformer-tiny", "owt", "sharded_kept"), ("gpt-tiny-tiny", "owt", "sharded"),
         ("lenet-tiny", "data-parallel", "sharded"), ("transformer-tiny", "tofu-like", "offloaded")],
