@@ -216,8 +216,11 @@ class Cluster:
             self._channels[local] = found
         return found
 
-    def collective_estimate(self, kind: str, num_bytes: float, groups: Iterable[Sequence[int]]) -> Estimate:
-        """Time, algorithm and protocol of `kind` run by all `groups` at once (n bytes per group)."""
+    def collective_estimate(self, kind: str, num_bytes: float, groups: Iterable[Sequence[int]],
+                            issued: str | None = None) -> Estimate:
+        """Time, algorithm and protocol of `kind` run by all `groups` at once (n bytes per group);
+        from a measured table, with the runtime's dispatch when `issued` says how the runtime
+        issues it (cluster.comm_table: "move" or "sync")."""
         if kind in HOST_TRANSFERS:
             return Estimate(self.host_transfer_time_s(num_bytes), "host copy", "-")
         check_kind(kind)
@@ -225,7 +228,7 @@ class Cluster:
         if len(key[0]) == 1 or num_bytes <= 0:
             return Estimate(0.0, "none", "none")
         if self.comm_table is not None and (kind, key) in self.comm_table:
-            return Estimate(self.comm_table.time_s(kind, num_bytes, key), "measured", "-", "table")
+            return Estimate(self.comm_table.time_s(kind, num_bytes, key, issued), "measured", "-", "table")
         plan = self._plans.get((kind, key))
         if plan is None:
             plan = self._plans[(kind, key)] = plan_collective(self, kind, key, self._bottlenecks)
@@ -246,8 +249,8 @@ class Cluster:
         return host.link.latency_s + num_bytes / host.link.bandwidth_bytes_per_s
 
     def concurrent_collective_time_s(self, kind: str, num_bytes: float,
-                                     groups: Iterable[Sequence[int]]) -> float:
-        return self.collective_estimate(kind, num_bytes, groups).time_s
+                                     groups: Iterable[Sequence[int]], issued: str | None = None) -> float:
+        return self.collective_estimate(kind, num_bytes, groups, issued).time_s
 
     def collective_time_s(self, kind: str, num_bytes: float, group: Sequence[int]) -> float:
         return self.collective_estimate(kind, num_bytes, [group]).time_s

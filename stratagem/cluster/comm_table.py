@@ -6,6 +6,17 @@ For a size k with 2^i <= k < 2^(i+1) the bandwidth is interpolated linearly betw
 bandwidths at 2^i and 2^(i+1), and t = k / bandwidth (`CommTable.time_s`). Below the smallest
 measured size the smallest size's time is used (latency dominates there); above the largest, its
 bandwidth. Written by `stratagem profile comm` (stratagem/runtime/profile_comm.py).
+
+The series time the collective itself (torch.distributed on plain tensors). The runtime issues
+every collective through DTensor, whose Python dispatch around it (sharding propagation, the
+redistribute plan, the wrapping, under autograd its nodes) is time of its own, measured once per
+table by `profile_comm.dispatch_times` for the two ways the runtime issues one (`ISSUED`):
+    "move"   a tensor moved into a consumer's layout in forward, or its gradient moved back in
+             backward (runtime.move: DTensor.redistribute under autograd)
+    "sync"   a gradient synchronized to its parameter's placements after backward, a sharded
+             weight gathered (a redistribute outside autograd)
+`time_s(..., issued)` adds that path's dispatch to the collective's time; send_recv, which the
+pipeline runtime issues through torch.distributed.pipelining, gets none.
 """
 
 from __future__ import annotations
@@ -13,7 +24,7 @@ from __future__ import annotations
 import bisect
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +34,7 @@ from stratagem.files import atomic_write_json
 
 FORMAT_VERSION = 1
 Groups = tuple[tuple[int, ...], ...]
+ISSUED = ("move", "sync")        # how the runtime issues a collective (the module's docstring)
 
 
 def normalize_groups(groups: Iterable[Iterable[int]]) -> Groups:
@@ -59,10 +71,16 @@ class CommTable:
     world_size: int
     device_kind: str
     series: Mapping[tuple[str, Groups], Series]
+    dispatch_s: Mapping[str, float] = field(default_factory=dict)   # per ISSUED path; none: 0
 
-    def time_s(self, kind: str, num_bytes: float, groups: Groups) -> float | None:
+    def time_s(self, kind: str, num_bytes: float, groups: Groups, issued: str | None = None) -> float | None:
+        """The collective's time at this size, plus the runtime's dispatch when `issued` says how
+        the runtime issues it (None: the collective alone)."""
         found = self.series.get((kind, groups))
-        return None if found is None else found.time_s(num_bytes)
+        if found is None:
+            return None
+        dispatch = 0.0 if issued is None or kind == "send_recv" else self.dispatch_s.get(issued, 0.0)
+        return found.time_s(num_bytes) + dispatch
 
     def __contains__(self, key: tuple[str, Groups]) -> bool:
         return key in self.series
@@ -70,7 +88,7 @@ class CommTable:
     # ---- files -----------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         return {"format_version": FORMAT_VERSION, "table": "comm", "backend": self.backend,
-                "world_size": self.world_size, "device_kind": self.device_kind,
+                "world_size": self.world_size, "device_kind": self.device_kind, "dispatch_s": dict(self.dispatch_s),
                 "entries": [{"collective": kind, "groups": [list(g) for g in groups],
                              "sizes_bytes": list(s.sizes_bytes), "times_s": list(s.times_s)}
                             for (kind, groups), s in sorted(self.series.items())]}
@@ -99,7 +117,18 @@ class CommTable:
         for i, entry in enumerate(data.get("entries", ())):
             series[(entry["collective"], normalize_groups(entry["groups"]))] = _series(entry, source, i)
         return CommTable(str(data.get("backend", "")), int(data.get("world_size", 0)),
-                         str(data.get("device_kind", "")), series)
+                         str(data.get("device_kind", "")), series, _dispatch_s(data.get("dispatch_s", {}), source))
+
+
+def _dispatch_s(value: Any, source: str) -> dict[str, float]:
+    """The table's dispatch times by path: none (0) where a table from before they were measured has none."""
+    valid = isinstance(value, Mapping) and set(value) <= set(ISSUED) and all(
+        not isinstance(v, bool) and isinstance(v, (int, float)) and 0 <= v < float("inf") for v in value.values())
+    if not valid:
+        raise ConfigError(f"{source}: field 'dispatch_s' is not valid",
+                          expected=f"seconds >= 0 by path, keys among {list(ISSUED)}", got=repr(value),
+                          hint="Write the table again with `stratagem profile comm -o FILE`")
+    return {k: float(v) for k, v in value.items()}
 
 
 def _series(entry: Mapping[str, Any], source: str, i: int) -> Series:

@@ -437,11 +437,14 @@ class CostModel:
         return found
 
     # ---- shared pieces (used by opcost and edgecost) -------------------------------------------------
-    def price(self, kind: str, num_bytes: float, groups: tuple[tuple[int, ...], ...]) -> float:
-        key = (kind, num_bytes, groups)
+    def price(self, kind: str, num_bytes: float, groups: tuple[tuple[int, ...], ...], issued: str = "move") -> float:
+        """One collective's time as the runtime issues it (cluster.comm_table.ISSUED): "move", a
+        tensor re-scheduled into a consumer's layout or its gradient back (the re-scheduler's
+        steps); "sync", a gradient synchronized or a sharded weight gathered (cost.opcost)."""
+        key = (kind, num_bytes, groups, issued)
         found = self._prices.get(key)
         if found is None:
-            found = self._prices[key] = self.cluster.concurrent_collective_time_s(kind, num_bytes, groups)
+            found = self._prices[key] = self.cluster.concurrent_collective_time_s(kind, num_bytes, groups, issued)
         return found
 
     def layout(self, op_name: str, config: Configuration) -> OpLayout:

@@ -207,7 +207,7 @@ def _stored_bytes(model, sharded: dict[int, ShardedWeight], gradient: bool = Fal
 def _host_copy(model, kind: str, config: Configuration, num_bytes: float) -> CommStep:
     """A copy of `num_bytes` between each device of `config` and its host, all at once."""
     groups = tuple((d,) for d in config.devices)
-    return CommStep(kind, groups, num_bytes, model.price(kind, num_bytes, groups))
+    return CommStep(kind, groups, num_bytes, model.price(kind, num_bytes, groups, "sync"))
 
 
 def _weight_copies(model, op, inputs: list[TensorLayout], weights: list[int], sharded: dict[int, ShardedWeight],
@@ -277,7 +277,7 @@ def _sync_steps(model, op, inputs: list[TensorLayout], grads: dict[int, TensorLa
             num_bytes, weight_kinds = _local_bytes(model.graph, op.inputs[i], inputs[i]), ("reduce_scatter",)
         else:                          # the held weight's gradient
             num_bytes, weight_kinds = _held_bytes(model, op.inputs[i], inputs[i]), kinds
-        steps.extend(CommStep(k, groups, num_bytes, model.price(k, num_bytes, groups)) for k in weight_kinds)
+        steps.extend(CommStep(k, groups, num_bytes, model.price(k, num_bytes, groups, "sync")) for k in weight_kinds)
     return tuple(steps)
 
 
@@ -287,7 +287,7 @@ def _gather_steps(model, sharded: tuple[ShardedWeight, ...]) -> tuple[CommStep, 
     buckets: dict[tuple, float] = {}
     for w in sharded:
         buckets[w.groups] = buckets.get(w.groups, 0.0) + w.read_bytes(model.graph)
-    return tuple(CommStep("all_gather", groups, num_bytes, model.price("all_gather", num_bytes, groups))
+    return tuple(CommStep("all_gather", groups, num_bytes, model.price("all_gather", num_bytes, groups, "sync"))
                  for groups, num_bytes in buckets.items())
 
 

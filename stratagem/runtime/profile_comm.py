@@ -14,6 +14,10 @@ collective at the same time, so shared-link contention is in the measurement.
         in_step = loop(burst; collective) - loop(burst), each `repeats` times between two world
                   barriers, per repeat, the slowest rank's
         keep max(aligned, in_step)          (aligned alone when after_compute_s is 0)
+    dispatch, per way the runtime issues a collective (`dispatch_times`):
+        sync = loop(a small Partial DTensor redistributed to Replicate) - loop(its all-reduce)
+        move = (loop(a Shard(0) DTensor moved to Replicate and back under autograd)
+                - loop(the same all-gather and reduce-scatter on plain tensors)) / 2
     rank 0 writes a CommTable (JSON)
 
 Why in a step's rhythm: a training step reaches each collective from compute, and its ranks
@@ -23,6 +27,13 @@ all-reduce took about 2 ms after a barrier and added 3-7 ms to a loop of 2-8 ms 
 5 ms against 8-9 ms. The mean, not the median, of the repeats: a step's time is the sum of its
 parts' times, whose expectation is the sum of their means (time slicing makes the distribution of
 a short call's time skewed: the median is the call that was not preempted).
+
+The dispatch is the runtime's own time around each collective: it issues every one through DTensor
+(runtime.move, runtime.execute's gradient sync), whose sharding propagation, redistribute plan and
+wrapping run in Python on every call. On a 2-core CPU with 2 gloo ranks, a move's collective took about
+1.7 ms more through DTensor under autograd (5 ms on 4 ranks) and a gradient's sync 0.3 ms more
+(2.2 ms on 4 ranks), against a 1 KiB all-gather of 0.6 ms. `CommTable.time_s` adds it to every
+collective the cost model prices as the runtime issues it.
 
 Sizes are the full logical buffer (nccl-tests' S), rounded up so every rank's part is a whole
 float32 element; the recorded size is the one actually moved. send_recv is measured on groups of
@@ -39,15 +50,21 @@ from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
+from torch.distributed.device_mesh import DeviceMesh
+from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
 
 from stratagem import values
 from stratagem.cluster.comm_table import CommTable, Groups, Series, normalize_groups
 from stratagem.space.tensor_layout import TensorLayout
 from stratagem.space import REPLICATE, ordered_factorizations
+from stratagem.runtime.op_timing import settled
 from stratagem.runtime.timing import synchronize, timed_s
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
 ITEMSIZE = 4
+DISPATCH_ELEMENTS = 256          # the small gradient whose DTensor sync is timed against its all-reduce
+DISPATCH_ROUNDS = 3
+DISPATCH_CALLS = 50
 
 
 @dataclass(frozen=True)
@@ -144,6 +161,53 @@ def _slowest_s(seconds: float) -> float:
     return float(elapsed)
 
 
+def dispatch_times(options: CommProfileOptions, device: torch.device) -> dict[str, float]:
+    """Seconds the runtime spends around one collective beyond the collective itself, per way it
+    issues one (comm_table.ISSUED; the module's docstring), over every rank, each the mean over
+    `DISPATCH_ROUNDS` rounds of loops of `DISPATCH_CALLS` calls (the slowest rank's), at least 0:
+        "sync"  a small Partial DTensor redistributed to Replicate (a gradient synchronized)
+                against the all-reduce of its local tensor
+        "move"  a Shard(0) DTensor of a tensor needing a gradient moved to Replicate, read, and the
+                gradient handed back (forward's all-gather, backward's reduce-scatter, both under
+                autograd as runtime.move's) against the same all-gather and reduce-scatter on
+                plain tensors with the same autograd around them; half the difference (two
+                collectives)"""
+    world = dist.get_world_size()
+    mesh = DeviceMesh(device.type, list(range(world)))
+    local = torch.zeros(DISPATCH_ELEMENTS, device=device)
+    gradient = DTensor.from_local(local, mesh, [Partial()], run_check=False)
+    weight = torch.zeros(DISPATCH_ELEMENTS, device=device, requires_grad=True)
+    gathered = torch.empty(DISPATCH_ELEMENTS * world, device=device)
+    part = torch.empty(DISPATCH_ELEMENTS, device=device)
+
+    def sync_dtensor() -> None:
+        settled(gradient.redistribute(mesh, [Replicate()]))
+
+    def sync_plain() -> None:
+        dist.all_reduce(local)
+
+    def move_dtensor() -> None:
+        shard = DTensor.from_local(weight * 1.0, mesh, [Shard(0)], run_check=False)
+        whole = shard.redistribute(mesh, [Replicate()]).to_local(grad_placements=[Partial()])
+        whole.sum().backward()
+
+    def move_plain() -> None:
+        mine = weight * 1.0
+        dist.all_gather_into_tensor(gathered, mine.detach())
+        mine.sum().backward()
+        dist.reduce_scatter_tensor(part, gathered)
+    pairs = {"sync": (sync_dtensor, sync_plain, 1), "move": (move_dtensor, move_plain, 2)}
+    found = {}
+    for issued, (via_dtensor, plain, collectives) in pairs.items():
+        for _ in range(options.warmup + 1):
+            via_dtensor()
+            plain()
+        rounds = [_loop_s(via_dtensor, DISPATCH_CALLS, device) - _loop_s(plain, DISPATCH_CALLS, device)
+                  for _ in range(DISPATCH_ROUNDS)]
+        found[issued] = max(0.0, statistics.fmean(rounds) / collectives)
+    return found
+
+
 def compute_burst(seconds: float, device: torch.device):
     """A callable of square matmuls that takes about `seconds` on the slowest rank, the same count
     of matmuls on every rank (a step's ranks run the same kernels); None for 0 seconds."""
@@ -186,7 +250,8 @@ def profile_world(options: CommProfileOptions, device: torch.device) -> CommTabl
                 times.append(_measure(op, options, device, burst))
                 sizes.append(float(elements * ITEMSIZE))
             series[(kind, partitioning)] = Series(tuple(sizes), tuple(times))
+    dispatch = dispatch_times(options, device)
     if rank != 0:
         return None
     kind_name = torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
-    return CommTable(dist.get_backend(), world, kind_name, series)
+    return CommTable(dist.get_backend(), world, kind_name, series, dispatch)

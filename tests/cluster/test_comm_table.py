@@ -57,3 +57,32 @@ def test_a_measured_dip_is_made_monotone_in_size():
     assert dip.times_s == pytest.approx((2.7333e-3, 2.7333e-3, 2.7333e-3, 4.3e-3), rel=1e-4)
     times = [dip.time_s(s) for s in (1024, 1536, 2048, 3000, 4096, 6000, 8192, 16384)]
     assert all(a <= b * (1 + 1e-12) for a, b in zip(times, times[1:]))
+
+
+def test_dispatch_is_added_by_the_path_the_runtime_issues_a_collective_on(tmp_path):
+    """A table's dispatch times (the runtime's DTensor time around each collective) are added to
+    a collective priced as a move or a sync, by that path, to none priced alone or sent point to
+    point; they survive a save and load; a table without them adds nothing."""
+    groups = ((0, 1),)
+    table = CommTable("gloo", 2, "cpu", {("all_reduce", groups): SERIES, ("send_recv", groups): SERIES},
+                      {"move": 2e-3, "sync": 5e-4})
+    alone = SERIES.time_s(2048)
+    assert table.time_s("all_reduce", 2048, groups) == alone
+    assert table.time_s("all_reduce", 2048, groups, "move") == pytest.approx(alone + 2e-3)
+    assert table.time_s("all_reduce", 2048, groups, "sync") == pytest.approx(alone + 5e-4)
+    assert table.time_s("send_recv", 2048, groups, "move") == alone
+    path = tmp_path / "t.json"
+    table.save(path)
+    assert CommTable.load(path).dispatch_s == {"move": 2e-3, "sync": 5e-4}
+    measured = load("cpu-1x2", comm_table=path)
+    assert measured.concurrent_collective_time_s("all_reduce", 2048, groups, "sync") == pytest.approx(alone + 5e-4)
+    older = CommTable("gloo", 2, "cpu", {("all_reduce", groups): SERIES})
+    assert older.time_s("all_reduce", 2048, groups, "move") == alone
+
+
+@pytest.mark.parametrize("dispatch", ['{"move": -1}', '{"other": 1}', '1e-3', '{"sync": "1"}'])
+def test_bad_dispatch_times_are_rejected(tmp_path, dispatch):
+    path = tmp_path / "t.json"
+    path.write_text('{"table": "comm", "format_version": 1, "dispatch_s": ' + dispatch + ', "entries": []}')
+    with pytest.raises(ConfigError, match="dispatch_s.*\\n?.*expected.*move"):
+        CommTable.load(path)

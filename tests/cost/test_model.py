@@ -8,6 +8,7 @@ import numpy as np
 
 import pytest
 
+from stratagem.cluster import load
 from stratagem.cost import CostModel
 from stratagem.errors import ConfigError, GraphError
 from stratagem.ir import Graph, Op, Role, TensorSpec
@@ -44,6 +45,34 @@ def test_each_parameter_syncs_on_its_own(checked):
     assert all(s.groups == (tuple(range(8)),) for s in steps)
     assert model.op_cost("fc", Configuration.of(b=8)).sync_time_s == pytest.approx(
         sum(model.cluster.collective_time_s("all_reduce", n, range(8)) for n in (H * 4, H * D * 4)))
+
+
+def test_collectives_are_priced_with_the_dispatch_of_the_path_the_runtime_issues_them_on(checked, tmp_path):
+    """With a measured table, a gradient's sync pays the table's "sync" dispatch and every
+    re-scheduling step (forward, and its gradient back) the "move" dispatch, on top of the
+    collective: swapping the two figures changes each price by their difference."""
+    from stratagem.cluster import CommTable
+    from stratagem.cluster.comm_table import Series
+    series = Series((64.0, 1 << 20), (1e-4, 1e-2))
+    groups = ((0, 1),)
+    kinds = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast")
+    graph = checked(mlp(8, 16, 32, activation=True))
+    priced = {}
+    for name, dispatch in (("a", {"move": 2e-3, "sync": 5e-4}), ("b", {"move": 5e-4, "sync": 2e-3})):
+        path = tmp_path / f"{name}.json"
+        CommTable("gloo", 2, "cpu", {(k, groups): series for k in kinds}, dispatch).save(path)
+        model = CostModel(graph, load("cpu-1x2", comm_table=path))
+        sync = model.op_cost("fc1", Configuration.of(b=2)).sync
+        edge = model.edge_cost("h", "fc1", Configuration.of(j=2), "act", Configuration.of(d0=2))
+        priced[name] = (sync, edge.forward_steps + edge.backward_steps)
+    (sync_a, moves_a), (sync_b, moves_b) = priced["a"], priced["b"]
+    assert sync_a and moves_a
+    for a, b in zip(sync_a, sync_b):
+        assert a.time_s == pytest.approx(series.time_s(a.num_bytes) + 5e-4)
+        assert b.time_s - a.time_s == pytest.approx(1.5e-3)
+    for a, b in zip(moves_a, moves_b):
+        assert a.time_s == pytest.approx(series.time_s(a.num_bytes) + 2e-3)
+        assert a.time_s - b.time_s == pytest.approx(1.5e-3)
 
 
 def test_hybrid_mesh_syncs_over_the_data_parallel_axis_only(model):

@@ -34,6 +34,9 @@ def test_two_gloo_ranks_profile_and_the_table_is_preferred(tmp_path):
         assert measured.collective_time_s("all_reduce", n, [0, 1]) == expected
         assert measured.collective_time_s("all_reduce", n, [0, 1]) != plain.collective_time_s("all_reduce", n, [0, 1])
     assert measured.collective_time_s("broadcast", 64, [0, 1]) == plain.collective_time_s("broadcast", 64, [0, 1])
+    assert set(table.dispatch_s) == {"move", "sync"} and all(t >= 0 for t in table.dispatch_s.values())
+    assert measured.concurrent_collective_time_s("all_reduce", 64, ((0, 1),), "move") == pytest.approx(
+        table.time_s("all_reduce", 64, ((0, 1),)) + table.dispatch_s["move"])
 
 
 def test_partitionings_of_four_ranks():
@@ -72,6 +75,36 @@ def test_a_collective_is_timed_as_a_step_reaches_it():
         assert _measure(collective, options, torch.device("cpu"), burst) >= 0.015
         with pytest.raises(ConfigError, match="after_compute_s"):
             CommProfileOptions(after_compute_s=-1.0)
+    finally:
+        if made:
+            dist.destroy_process_group()
+
+
+def test_dispatch_is_the_dtensor_time_beyond_the_collectives_per_collective(monkeypatch):
+    """`dispatch_times` times each path's DTensor call against the same collectives on plain
+    tensors and divides by the collectives it issues: a move (forward all-gather, backward
+    reduce-scatter) 2, a sync 1; never below 0. The calls themselves run on a 1-rank group."""
+    import torch
+    import torch.distributed as dist
+    from stratagem.runtime import profile_comm
+    made = not dist.is_initialized()
+    if made:
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        seconds = {"sync_dtensor": 5e-3, "sync_plain": 2e-3, "move_dtensor": 9e-3, "move_plain": 4e-3}
+        calls = []
+
+        def loop_s(fn, repeats, device):
+            fn()
+            calls.append(fn.__name__)
+            return seconds[fn.__name__]
+        monkeypatch.setattr(profile_comm, "_loop_s", loop_s)
+        options = profile_comm.CommProfileOptions(repeats=2, warmup=0)
+        found = profile_comm.dispatch_times(options, torch.device("cpu"))
+        assert found == pytest.approx({"sync": 3e-3, "move": 2.5e-3})
+        assert sorted(set(calls)) == sorted(seconds)
+        seconds["move_plain"] = 2e-2
+        assert profile_comm.dispatch_times(options, torch.device("cpu"))["move"] == 0.0
     finally:
         if made:
             dist.destroy_process_group()
