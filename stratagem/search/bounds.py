@@ -4,7 +4,9 @@ A partial strategy fixes the choices of some variables (`search.choices`); every
 simulated timeline (`sim.builder.Simulation`) contains, for each fixed op o with configuration c,
 its tasks F(o, d), B(o, d), U(o, d) on each device d of c (durations from op_cost(o, c)) and its
 gradient-sync steps on their links, and for each edge whose two ends are fixed, its re-scheduling
-steps on their links (for an input edge, the consumer alone fixes them). Five bounds, each a
+steps on their links (for an input edge, the consumer alone fixes them), unless a consumer before
+it reads the same tensor from the same producer: it may read that one's copy (cost.shared_moves;
+the complete strategy's `busy_bound` counts exactly the moves the simulator makes). Five bounds, each a
 lower bound on the makespan T of every completion:
 
   busy    T >= sum of the durations of the tasks on resource r, for every device and link r.
@@ -57,6 +59,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from stratagem.cost.shared_moves import families, first_readers, mover
 from stratagem.search.choices import ChoiceSpace
 from stratagem.sim.ranks import every_device
 from stratagem.sim.taskgraph import TaskGraph
@@ -81,7 +84,10 @@ class Bounds:
     def _build_edges(self) -> None:
         self.own_edges: list[list[int]] = [[] for _ in self.space.variables]
         self.cross_edges: list[tuple[int, int, int]] = []        # (edge, variable a, variable b)
+        counted = first_readers(self.model)       # a later reader of a shared tensor may read another's move
         for k, e in enumerate(self.model.edges()):
+            if k not in counted:
+                continue
             dst = self.var_of[e.dst_op]
             src = self.var_of[e.src_op] if e.src_op is not None else dst
             if src == dst:
@@ -330,8 +336,13 @@ def busy_bound(model, strategy, resources: TaskGraph | None = None) -> float:
         busy[config.devices.start:config.devices.stop] += cost.compute_time_s
         step_time_s.add(cost.gather * 2 if cost.regather else cost.gather)
         step_time_s.add(cost.sync + cost.offload + cost.reload)
-    for edge in model.edges():
-        step_time_s.add(_edge_steps(edge, model.edge_cost_in(edge, strategy)))
+    siblings, position = families(model), {op.name: i for i, op in enumerate(model.graph.ops)}
+    for k, edge in enumerate(model.edges()):
+        cost = model.edge_cost_in(edge, strategy)
+        if k in siblings and mover(model, strategy, k, siblings[k], position,
+                                   lambda j: bool(model.edge_cost_in(model.edges()[j], strategy).forward_steps)) != k:
+            continue                      # its consumer reads an earlier reader's copy (cost.shared_moves)
+        step_time_s.add(_edge_steps(edge, cost))
     step_time_s.onto(busy, tasks.step_resources)
     return float(busy.max()) if len(busy) else 0.0
 

@@ -91,7 +91,7 @@ class Simulation:
         with fewer_collections():
             for op in self.graph.ops:
                 producers.add_op(self.state, op.name)
-            for k in range(len(self.state.edges)):
+            for k in movers_first(self.state, range(len(self.state.edges))):
                 producers.add_edge(self.state, k)
             for op in self.graph.ops:
                 self.op_buffers[op.name] = lifetimes.op_buffers(self.state, op.name)
@@ -155,6 +155,8 @@ class Simulation:
         rewired = list(dict.fromkeys(state.edges_of.get(op, ())))
         rewired += [k for q in followers for k in state.edges_of.get(q, ())   # their turn follows op's forward
                     if state.edges[k].dst_op == q and k not in rewired]
+        rewired += [j for k in rewired for j in state.siblings.get(k, ())]   # who moves a shared tensor can change
+        rewired = list(dict.fromkeys(rewired))
         edge_holder = len(self.graph.ops)
         for k in rewired:
             producers.remove_edge(state, k)
@@ -166,7 +168,7 @@ class Simulation:
         producers.add_op(state, op)
         for d in left:
             producers.bridge(state, op, d)
-        for k in rewired:
+        for k in movers_first(state, rewired):
             producers.add_edge(state, k)
         ops, edges = lifetimes.touched_by(state, op)
         for q in followers:
@@ -249,6 +251,13 @@ class Simulation:
         return SimulationResult(makespan, float(peaks.max()), tuple(float(p) for p in peaks),
                                 float(busy.max()), comm_time, comm_bytes, utilization, tasks.represented(),
                                 trace, names, groups, simulated_tasks=len(self.store.live))
+
+
+def movers_first(state: SimState, edges) -> list[int]:
+    """`edges` with those that move a tensor (`SimState.mover_of`) before those that read their copy."""
+    edges = list(edges)
+    moving = [state.mover_of(k) == k for k in edges]
+    return [k for k, m in zip(edges, moving) if m] + [k for k, m in zip(edges, moving) if not m]
 
 
 def simulate(model, strategy: Mapping[str, Configuration], with_trace: bool = False) -> SimulationResult:

@@ -102,29 +102,44 @@ def edge_buffers(state: SimState, k: int) -> BufferSet:
     e = state.edges[k]
     fwd = state.edge_tasks[k]["fwd"]
     if not fwd:
-        return _slice_buffers(state, k)
+        return _slice_buffers(state, k) if state.mover_of(k) == k else BufferColumns(range(0)).done()
     cost = state.edge_cost(k)
-    dst = state.strategy[e.dst_op]
-    tasks = state.op_tasks[e.dst_op]
     spec = state.graph.tensors[e.tensor]
-    index = state.graph.op(e.dst_op).inputs.index(e.tensor)
-    local = state.model.input_layout(e.dst_op, dst, index).local_num_elements(spec.shape)
-    size = local * dtype_bytes(spec.dtype)
-    option = cost.default_reuse                  # the option it is priced under
-    kept = keeps_copy(state.graph, state.graph.op(e.dst_op), e.tensor, option)
-    viewed = view_source(state, e.dst_op) == k
-    view_users = _output_users(state, e.dst_op, state.graph.op(e.dst_op).outputs[0]) if viewed else None
-    until = tasks["B"] if kept else tasks["F"]
-    if not kept and option != "keep_before" and _offloads(state, e.dst_op, e.tensor):
-        until = tasks["OD"][0]
+    size = state.target_layout(k).local_num_elements(spec.shape) * dtype_bytes(spec.dtype)
+    readers = state.moved_with(k)
     found = BufferColumns(state.devices_of(e.dst_op))
-    if viewed:
-        found.add_users(size, fwd[0], np.concatenate([task_ids(until).reshape(-1, 1), view_users], axis=1))
-    else:
-        found.add(size, fwd[0], until)
+    if len(readers) == 1 and view_source(state, e.dst_op) != k:
+        found.add(size, fwd[0], _copy_until(state, k))
+    else:       # the copy lives until the last of its readers (and of their views' users) needs it
+        found.add_users(size, fwd[0], np.concatenate([_copy_users(state, j) for j in readers], axis=1))
     if cost.temporary_bytes:
         found.add(cost.temporary_bytes, fwd[0], fwd[-1])
     return found.done()
+
+
+def _copy_until(state: SimState, k: int):
+    """Edge k's consumer's tasks after which it no longer needs the re-scheduled copy, per
+    device: its forward, its backward if it keeps it, its copy to the host if offloaded."""
+    e = state.edges[k]
+    tasks = state.op_tasks[e.dst_op]
+    option = state.edge_cost(k).default_reuse                  # the option it is priced under
+    kept = keeps_copy(state.graph, state.graph.op(e.dst_op), e.tensor, option)
+    if not kept and option != "keep_before" and _offloads(state, e.dst_op, e.tensor):
+        return tasks["OD"][0]
+    return tasks["B"] if kept else tasks["F"]
+
+
+def _copy_users(state: SimState, k: int) -> np.ndarray:
+    """`_copy_until` as columns of tasks per device, with the users of the consumer's output
+    where the consumer is a view of the copy."""
+    e = state.edges[k]
+    devices = state.devices_of(e.dst_op)
+    until = _copy_until(state, k)
+    column = np.full((len(devices), 1), until, dtype=np.int64) if isinstance(until, (int, np.integer)) \
+        else task_ids(until).reshape(-1, 1)
+    if view_source(state, e.dst_op) != k:
+        return column
+    return np.concatenate([column, _output_users(state, e.dst_op, state.graph.op(e.dst_op).outputs[0])], axis=1)
 
 
 def touched_by(state: SimState, op: str) -> tuple[set[str], set[int]]:
@@ -133,8 +148,9 @@ def touched_by(state: SimState, op: str) -> tuple[set[str], set[int]]:
     neighbours = {op} | {end for k in state.edges_of.get(op, ()) for end in
                          (state.edges[k].src_op, state.edges[k].dst_op) if end}
     neighbours |= _recomputed_with(state, op)
-    return _alias_sources(state, neighbours) | neighbours, \
-        set(state.edges_of.get(op, ())) | set(_view_edges(state, neighbours))
+    edges = set(state.edges_of.get(op, ())) | set(_view_edges(state, neighbours))
+    edges |= {j for k in edges for j in state.siblings.get(k, ())}      # a shared copy lives for all its readers
+    return _alias_sources(state, neighbours) | neighbours, edges
 
 
 def _recomputed_with(state: SimState, op: str) -> set[str]:
@@ -187,7 +203,8 @@ def view_source(state: SimState, name: str) -> int | None:
     for k in state.edges_of.get(name, ()):
         e = state.edges[k]
         if e.dst_op == name and e.tensor == tensor and k in state.edge_tasks:
-            return k if state.edge_tasks[k]["fwd"] or state.same_layout(k) else None
+            moved = state.edge_tasks[k]["fwd"] or state.mover_of(k) != k     # its own copy, or another reader's
+            return k if moved or state.same_layout(k) else None
     return None
 
 

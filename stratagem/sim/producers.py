@@ -16,7 +16,9 @@ For an op o at configuration c, costs oc = model.op_cost(o, c):
         every F(o, .); the copy back after it and after backward reached o's block (every B of the
         ops after the block's last op on o's devices; with pipeline stages, also every B of the
         next stage's first op, after which the stage's gradients come), before every B(o, .)
-For an edge e = (tensor t, producer p or the data loader or the weight's owner, consumer q):
+For an edge e = (tensor t, producer p or the data loader or the weight's owner, consumer q) that
+moves t (`SimState.mover_of`: the first of the consumers reading t in one layout; the others read
+its copy, F(q', d) after its last forward step, and its backward steps wait for every B(q', .)):
     forward steps (edge cost's forward_steps): a chain of tasks after every F(p, .) (none for
         inputs and weights) and after each of q's devices reached q's turn (`SimState.turn_of`:
         the runtime moves q's inputs right before q runs), before F(q, d); with no steps F(q, d)
@@ -204,6 +206,10 @@ def remove_op(state: SimState, name: str) -> None:
 
 def add_edge(state: SimState, k: int) -> None:
     e = state.edges[k]
+    mover = state.mover_of(k)
+    if mover != k:
+        _read_moved(state, k, mover)
+        return
     cost = state.edge_cost(k)
     graph = state.tasks
     fwd, bwd = [], []
@@ -219,7 +225,7 @@ def add_edge(state: SimState, k: int) -> None:
         previous = [t]
     _wire_forward(state, k, fwd)
     if e.src_op is not None:
-        previous = list(state.op_tasks[e.dst_op]["B"])
+        previous = [t for j in state.moved_with(k) for t in state.op_tasks[state.edges[j].dst_op]["B"]]
         for j, step in enumerate(cost.backward_steps):
             t = graph.add(step.time_s, graph.step_resources(step), previous,
                           state.key(BACKWARD, e.dst_op, SLOT_BACKWARD_STEPS, edge_step_sub(k, j)),
@@ -229,6 +235,17 @@ def add_edge(state: SimState, k: int) -> None:
             previous = [t]
         _wire_backward(state, k, bwd)
     state.edge_tasks[k] = {"fwd": fwd, "bwd": bwd}
+
+
+def _read_moved(state: SimState, k: int, mover: int) -> None:
+    """Edge k's consumer reads the copy edge `mover` made (`SimState.mover_of`): no tasks of its
+    own; its forward after that move's last step. The move's backward steps already wait for
+    this consumer's backward (`add_edge`: after every B of the consumers reading the copy)."""
+    e = state.edges[k]
+    state.tasks.link_all(state.op_tasks[e.dst_op]["F"], state.edge_tasks[mover]["fwd"][-1])
+    if e.src_op is not None and not state.edge_tasks[mover]["bwd"]:
+        _wire_by_device(state, e.src_op, "B", e.dst_op, "B")
+    state.edge_tasks[k] = {"fwd": [], "bwd": []}
 
 
 def remove_edge(state: SimState, k: int) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from stratagem.cost.edgecost import is_weight_edge
+from stratagem.cost.shared_moves import families, mover, target_layout
 from stratagem.sim.keys import structural_key
 from stratagem.sim.ranks import DeviceClasses, every_device
 from stratagem.sim.taskgraph import TaskGraph
@@ -39,6 +40,7 @@ class SimState:
         self.reloads_wait_for, self.waiting_reloads = _reloads_across_cuts(self.graph, strategy, self.offload_from)
         self.edges = model.edges()
         self._same_layout: dict[int, tuple] = {}
+        self.siblings = families(model)       # edges of one tensor from one producer (cost.shared_moves)
         check_reuse(self.edges, self.reuse)
         self.edges_of = model.edges_of
         self.tasks = TaskGraph(model.cluster, self.classes)
@@ -119,6 +121,20 @@ class SimState:
     def is_weight_edge(self, k: int) -> bool:
         e = self.edges[k]
         return is_weight_edge(self.graph, e.tensor, e.src_op)
+
+    def mover_of(self, k: int) -> int:
+        """The edge whose move edge k's consumer reads (cost.shared_moves: the runtime moves a
+        tensor into a layout once, for its first reader): k itself, or an earlier reader's."""
+        return mover(self.model, self.strategy, k, self.siblings.get(k), self.position,
+                     lambda j: bool(self.edge_cost(j).forward_steps))
+
+    def moved_with(self, k: int) -> list[int]:
+        """The edges reading edge k's move (`mover_of`): k first, then the others by index."""
+        return [k] + [j for j in self.siblings.get(k, ()) if self.mover_of(j) == k]
+
+    def target_layout(self, k: int):
+        """The layout edge k's consumer reads its tensor in."""
+        return target_layout(self.model, self.edges[k], self.strategy)
 
     def same_layout(self, k: int) -> bool:
         """The consumer reads the producer's shard as it is (no copy, no slice); kept per edge

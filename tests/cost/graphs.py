@@ -56,3 +56,19 @@ def mlp_with_views(batch: int = 32, width: int = 64, hidden: int = 128, transpos
     ops += [Op("merge", "reshape", (viewed,), ("h2",), {"shape": (batch, hidden)}),
             Op("fc2", "linear", ("h2", "w2"), ("y",))]
     return Graph.build("mlp_with_views", tensors, ops, ["y"])
+
+
+def fanout(batch: int = 32, width: int = 64, hidden: int = 128) -> Graph:
+    """x[b, d] -> fc1 (w1) -> h[b, h], read by two linears fc2a (w2a) and fc2b (w2b) -> ya, yb[b, d]
+    -> add -> y: one activation two consumers read (and keep for backward)."""
+    tensors = [TensorSpec("x", (batch, width), role=Role.INPUT, sample_dim=0),
+               TensorSpec("w1", (hidden, width), role=Role.WEIGHT),
+               TensorSpec("h", (batch, hidden), sample_dim=0),
+               TensorSpec("w2a", (width, hidden), role=Role.WEIGHT),
+               TensorSpec("w2b", (width, hidden), role=Role.WEIGHT),
+               TensorSpec("ya", (batch, width), sample_dim=0),
+               TensorSpec("yb", (batch, width), sample_dim=0),
+               TensorSpec("y", (batch, width), sample_dim=0)]
+    ops = [Op("fc1", "linear", ("x", "w1"), ("h",)), Op("fc2a", "linear", ("h", "w2a"), ("ya",)),
+           Op("fc2b", "linear", ("h", "w2b"), ("yb",)), Op("sum", "add", ("ya", "yb"), ("y",))]
+    return Graph.build("fanout", tensors, ops, ["y"])

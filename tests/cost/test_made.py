@@ -19,6 +19,7 @@ from stratagem.search.space import additive_cost
 from stratagem.sim.builder import simulate
 from stratagem.space import SpaceOptions, Strategy
 from tests.search.graphs import residual
+from tests.sim.shared_copies import shared_copies_bytes
 
 WITH_STATES = SpaceOptions(state_sharding=True, offload=True)
 
@@ -130,7 +131,9 @@ def test_the_peak_with_the_discounts_is_under_the_simulated_one_by_no_more_than_
     """On random strategies: FT's memory (additive_cost, as if every op ran on each device) and
     the cost model's per-device peak are at or above the simulated peak less the unkept buffers
     that wait across other ops (residual's summand a while fcb runs), which no term counts; and
-    on some strategies FT's memory is the simulated peak (the discounts are not an empty bound).
+    on some strategies FT's memory is the simulated peak but for the re-scheduled copies that
+    readers of one layout share (the simulator holds one, as the runtime does; edge by edge each
+    reader keeping it pays its own): the discounts are not an empty bound.
     Weights stay replicated here: with sharded weights (their gathers), with replicated views of
     a split output (tests/cost/graphs.mlp_with_views), and where the simulator holds a
     re-scheduled source until its consumer's forward ends while the cost model releases it once
@@ -145,7 +148,8 @@ def test_the_peak_with_the_discounts_is_under_the_simulated_one_by_no_more_than_
         allowed = simulated - _waiting_bytes(model, strategy)
         assert additive_cost(model, strategy)[0] >= allowed * (1 - 1e-12)
         assert model.plan_cost(strategy).memory_bytes >= allowed * (1 - 1e-12)
-        equal += abs(additive_cost(model, strategy)[0] - simulated) <= 1e-12 * simulated
+        equal += abs(additive_cost(model, strategy)[0] - simulated - shared_copies_bytes(model, strategy)) \
+            <= 1e-12 * simulated
         under += additive_cost(model, strategy)[0] < simulated * (1 - 1e-12)
     assert equal > 0
     assert under == 0 or name == "residual"

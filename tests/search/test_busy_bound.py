@@ -14,11 +14,11 @@ from stratagem.cost import CostModel
 from stratagem.search.bounds import busy_bound, busy_resources
 from stratagem.search.ft_search import ROUNDING
 from stratagem.sim.builder import Simulation
-from stratagem.space import SpaceOptions, Strategy
-from tests.cost.graphs import conv, mlp, mlp_with_views
+from stratagem.space import Configuration, SpaceOptions, Strategy
+from tests.cost.graphs import conv, fanout, mlp, mlp_with_views
 
 GRAPHS = {"mlp": lambda: mlp(32, 64, 128, activation=True), "conv": lambda: conv(8, 8, 34, 3),
-          "views": lambda: mlp_with_views(32, 64, 128, transposed=True)}
+          "views": lambda: mlp_with_views(32, 64, 128, transposed=True), "fanout": lambda: fanout(32, 64, 128)}
 WITH_STATES = SpaceOptions(state_sharding=True, offload=True)
 
 
@@ -76,3 +76,15 @@ def test_resources_shared_across_strategies_give_each_its_own_bound():
         bounds.append(busy_bound(model, strategy))
         assert busy_bound(model, strategy, shared) == bounds[-1]
     assert len(set(bounds)) > 1
+
+
+def test_a_tensor_two_readers_read_in_one_layout_is_counted_as_moved_once():
+    """fanout's h, split by features, read split by batch by fc2a and fc2b: the simulator moves
+    it once (cost.shared_moves), and the busy bound, the simulated time where every rank waits
+    for each collective, counts that one move; with fc2b reading it whole, both moves."""
+    model = CostModel(fanout(32, 64, 128), _cluster(False), num_devices=8)
+    column, batch, whole = (Configuration.of(**axes) for axes in ({"j": 8}, {"b": 8}, {"rep": 8}))
+    for fc2b in (batch, whole):
+        strategy = {"fc1": column, "fc2a": batch, "fc2b": fc2b, "sum": Configuration.of(d0=8)}
+        simulated = Simulation(model, strategy).run().iteration_time_s
+        assert busy_bound(model, strategy) == pytest.approx(simulated, rel=ROUNDING)

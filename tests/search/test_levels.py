@@ -17,6 +17,7 @@ from stratagem.search.space import build_search_space
 from stratagem.sim.builder import simulate
 from stratagem.space import Configuration, Edge
 from tests.search.graphs import residual
+from tests.sim.shared_copies import shared_copies_bytes
 from tests.search.oracle import (
     assert_ft_finds_the_exact_frontier, bounded_strategies, build_uncapped_space, checked_strategies,
     space_assignments,
@@ -61,14 +62,17 @@ def test_re_scheduled_summands_are_counted_as_the_simulator_holds_them(model):
     runs; a source is released once read into its copy, so the largest moment is an input's move
     (one source and copy, and the other input): three halves, as simulated. s, which fcc saves,
     does not exist yet then (made_q: the add makes it), so the cost model's peak is the
-    simulated one; without that discount it would add s to the move (what it did before)."""
+    simulated one; without that discount it would add s to the move (what it did before). (Both
+    fca and fcb read x replicated and keep it: the simulator holds that copy once, as the
+    runtime moves it once; the cost model charges each reader its own: cost.shared_moves.)"""
     features, batch = Configuration.of(j=2), Configuration.of(b=2)
     strategy = {"fca": features, "fcb": features, "add": Configuration.of(d0=2), "fcc": batch}
     assert all(model.edge_cost_in(Edge(t, p, "add"), strategy).forward_steps for t, p in (("a", "fca"), ("b", "fcb")))
     half = B // 2 * W * 4
     assert model.op_made("add", strategy["add"]) == half and model.later_kept["add"] == 0.0
     assert plan_transient(model, strategy) == (3 * half - half, "add")
-    assert model.plan_cost(strategy).memory_bytes == simulate(model, strategy).peak_memory_bytes
+    assert shared_copies_bytes(model, strategy) == B * W * 4
+    assert model.plan_cost(strategy).memory_bytes == simulate(model, strategy).peak_memory_bytes + B * W * 4
 
 
 def test_the_adds_second_input_gets_levels(space):

@@ -14,7 +14,7 @@ from stratagem.cost import CostModel
 from stratagem.sim.builder import Simulation
 from stratagem.sim.state import SimState
 from stratagem.space import Configuration, Level, SpaceOptions
-from tests.cost.graphs import conv, mlp, mlp_with_views
+from tests.cost.graphs import conv, fanout, mlp, mlp_with_views
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +106,7 @@ def timeline(sim):
 
 
 GRAPHS = {"mlp": lambda: mlp(32, 64, 128, activation=True), "conv": lambda: conv(8, 8, 34, 3),
-          "views": lambda: mlp_with_views(32, 64, 128, transposed=True)}
+          "views": lambda: mlp_with_views(32, 64, 128, transposed=True), "fanout": lambda: fanout(32, 64, 128)}
 
 
 @pytest.fixture(scope="module")
@@ -160,6 +160,50 @@ def replicated_peak(graph) -> float:
     model = CostModel(graph, "v100-2x8", num_devices=1)
     strategy = {op.name: model.configurations(op.name)[0] for op in graph.ops}
     return Simulation(model, strategy).run().peak_memory_bytes
+
+
+def test_a_tensor_is_moved_once_per_layout_its_readers_need():
+    """h, column-split by fc1, read by fc2a and fc2b: where both read it split by batch, one
+    all-to-all moves it (for fc2a, the first) and one moves its gradient back, as the runtime
+    moves a tensor into a layout once; the copy lives until the later of their backwards (both
+    keep it). Where they read it in two layouts, each pays its own move."""
+    model = CostModel(fanout(32, 64, 128), "v100-2x8", num_devices=2)
+    column, batch, whole = Configuration.of(j=2), Configuration.of(b=2), Configuration.of(rep=2)
+    shared = Simulation(model, {"fc1": column, "fc2a": batch, "fc2b": batch, "sum": Configuration.of(d0=2)})
+    shared.run()
+    moves = [t for t in shared.store.live if shared.state.tasks.meta(int(t)).label.startswith(("h ", "grad h "))]
+    edge = model.edge_cost("h", "fc1", column, "fc2a", batch)
+    assert len(moves) == len(edge.forward_steps) + len(edge.backward_steps) == 2
+    k_a, k_b = (shared.state.edges.index(e) for e in shared.state.edges if e.tensor == "h")
+    assert shared.state.mover_of(k_a) == shared.state.mover_of(k_b) == k_a
+    first_b = shared.op_tasks["fc2b"]["F"][0]
+    assert shared.store.start[first_b] >= shared.store.end[shared.state.edge_tasks[k_a]["fwd"][-1]]
+    backward = shared.state.edge_tasks[k_a]["bwd"][0]
+    assert shared.store.start[backward] >= max(shared.store.end[t] for op in ("fc2a", "fc2b")
+                                                 for t in shared.op_tasks[op]["B"])
+    apart = Simulation(model, {"fc1": column, "fc2a": batch, "fc2b": whole, "sum": Configuration.of(d0=2)})
+    apart.run()
+    assert sum(apart.state.tasks.meta(int(t)).label.startswith(("h ", "grad h ")) for t in apart.store.live) == \
+        2 + len(model.edge_cost("h", "fc1", column, "fc2b", whole).forward_steps)
+
+
+def test_a_shared_copy_is_held_once_until_its_last_reader_is_done():
+    """Both readers keeping h's batch-split copy: the mover's edge holds one buffer of it per
+    device, freed once both readers' backward ran there; the other reader's edge holds none."""
+    model = CostModel(fanout(32, 64, 128), "v100-2x8", num_devices=2)
+    column, batch = Configuration.of(j=2), Configuration.of(b=2)
+    sim = Simulation(model, {"fc1": column, "fc2a": batch, "fc2b": batch, "sum": Configuration.of(d0=2)})
+    sim.run()
+    k_a, k_b = (sim.state.edges.index(e) for e in sim.state.edges if e.tensor == "h")
+    assert len(sim.edge_buffers[k_b].num_bytes) == 0
+    held = sim.edge_buffers[k_a]
+    copies = np.flatnonzero(held.num_bytes == 32 * 128 * 4 / 2)
+    assert sorted(held.device[copies].tolist()) == [0, 1]
+    starts = np.concatenate([[0], np.cumsum(held.free_count)])
+    for i in copies:
+        frees = set(held.free_tasks[starts[i]:starts[i + 1]].tolist())
+        d = int(held.device[i])
+        assert {sim.op_tasks["fc2a"]["B"][d], sim.op_tasks["fc2b"]["B"][d]} <= frees
 
 
 def test_views_hold_no_memory_of_their_own():
