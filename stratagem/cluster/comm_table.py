@@ -12,9 +12,10 @@ every collective through DTensor, whose Python dispatch around it (sharding prop
 redistribute plan, the wrapping, under autograd its nodes) is time of its own, measured once per
 table by `profile_comm.dispatch_times` for the two ways the runtime issues one (`ISSUED`):
     "move"   a tensor moved into a consumer's layout in forward, or its gradient moved back in
-             backward (runtime.move: DTensor.redistribute under autograd)
-    "sync"   a gradient synchronized to its parameter's placements after backward, a sharded
-             weight gathered (a redistribute outside autograd)
+             backward (runtime.move: DTensor.redistribute under autograd; a sharded weight's
+             gather for its reader, and its gradient's reduce-scatter, are such a move)
+    "sync"   a replicated weight's gradient synchronized to its parameter's placements after
+             backward (a redistribute outside autograd)
 `time_s(..., issued)` adds that path's dispatch to the collective's time; send_recv, which the
 pipeline runtime issues through torch.distributed.pipelining, gets none.
 """

@@ -437,10 +437,13 @@ class CostModel:
         return found
 
     # ---- shared pieces (used by opcost and edgecost) -------------------------------------------------
-    def price(self, kind: str, num_bytes: float, groups: tuple[tuple[int, ...], ...], issued: str = "move") -> float:
+    def price(self, kind: str, num_bytes: float, groups: tuple[tuple[int, ...], ...],
+              issued: str | None = "move") -> float:
         """One collective's time as the runtime issues it (cluster.comm_table.ISSUED): "move", a
         tensor re-scheduled into a consumer's layout or its gradient back (the re-scheduler's
-        steps); "sync", a gradient synchronized or a sharded weight gathered (cost.opcost)."""
+        steps; a sharded weight's gathers and its gradient's reduce-scatter, cost.opcost);
+        "sync", a replicated weight's gradient synchronized (cost.opcost); None, no DTensor call
+        (a copy to or from the host)."""
         key = (kind, num_bytes, groups, issued)
         found = self._prices.get(key)
         if found is None:

@@ -207,7 +207,7 @@ def _stored_bytes(model, sharded: dict[int, ShardedWeight], gradient: bool = Fal
 def _host_copy(model, kind: str, config: Configuration, num_bytes: float) -> CommStep:
     """A copy of `num_bytes` between each device of `config` and its host, all at once."""
     groups = tuple((d,) for d in config.devices)
-    return CommStep(kind, groups, num_bytes, model.price(kind, num_bytes, groups, "sync"))
+    return CommStep(kind, groups, num_bytes, model.price(kind, num_bytes, groups, None))
 
 
 def _weight_copies(model, op, inputs: list[TensorLayout], weights: list[int], sharded: dict[int, ShardedWeight],
@@ -273,11 +273,12 @@ def _sync_steps(model, op, inputs: list[TensorLayout], grads: dict[int, TensorLa
         if not axes:
             continue
         groups = grad.axis_groups(axes)
-        if i in sharded:               # the gradient of the gathered copy, in the compute dtype
-            num_bytes, weight_kinds = _local_bytes(model.graph, op.inputs[i], inputs[i]), ("reduce_scatter",)
+        if i in sharded:               # the gathered copy's gradient (compute dtype): its move's backward
+            num_bytes = _local_bytes(model.graph, op.inputs[i], inputs[i])
+            weight_kinds, issued = ("reduce_scatter",), "move"
         else:                          # the held weight's gradient
-            num_bytes, weight_kinds = _held_bytes(model, op.inputs[i], inputs[i]), kinds
-        steps.extend(CommStep(k, groups, num_bytes, model.price(k, num_bytes, groups, "sync")) for k in weight_kinds)
+            num_bytes, weight_kinds, issued = _held_bytes(model, op.inputs[i], inputs[i]), kinds, "sync"
+        steps.extend(CommStep(k, groups, num_bytes, model.price(k, num_bytes, groups, issued)) for k in weight_kinds)
     return tuple(steps)
 
 
@@ -287,7 +288,7 @@ def _gather_steps(model, sharded: tuple[ShardedWeight, ...]) -> tuple[CommStep, 
     buckets: dict[tuple, float] = {}
     for w in sharded:
         buckets[w.groups] = buckets.get(w.groups, 0.0) + w.read_bytes(model.graph)
-    return tuple(CommStep("all_gather", groups, num_bytes, model.price("all_gather", num_bytes, groups, "sync"))
+    return tuple(CommStep("all_gather", groups, num_bytes, model.price("all_gather", num_bytes, groups, "move"))
                  for groups, num_bytes in buckets.items())
 
 

@@ -14,7 +14,7 @@ collective at the same time, so shared-link contention is in the measurement.
         in_step = loop(burst; collective) - loop(burst), each `repeats` times between two world
                   barriers, per repeat, the slowest rank's
         keep max(aligned, in_step)          (aligned alone when after_compute_s is 0)
-    dispatch, per way the runtime issues a collective (`dispatch_times`):
+    dispatch, per way the runtime issues a collective (`dispatch_times`; the median of 5 rounds):
         sync = loop(a small Partial DTensor redistributed to Replicate) - loop(its all-reduce)
         move = (loop(a Shard(0) DTensor moved to Replicate and back under autograd)
                 - loop(the same all-gather and reduce-scatter on plain tensors)) / 2
@@ -30,10 +30,11 @@ a short call's time skewed: the median is the call that was not preempted).
 
 The dispatch is the runtime's own time around each collective: it issues every one through DTensor
 (runtime.move, runtime.execute's gradient sync), whose sharding propagation, redistribute plan and
-wrapping run in Python on every call. On a 2-core CPU with 2 gloo ranks, a move's collective took about
-1.7 ms more through DTensor under autograd (5 ms on 4 ranks) and a gradient's sync 0.3 ms more
-(2.2 ms on 4 ranks), against a 1 KiB all-gather of 0.6 ms. `CommTable.time_s` adds it to every
-collective the cost model prices as the runtime issues it.
+wrapping run in Python on every call. On a 2-core CPU, eight measurements on 2 gloo ranks gave a
+move's collective 0.8-1.6 ms more through DTensor under autograd and a gradient's sync 0-1.0 ms
+more; five on 4 ranks 3.1-4.6 ms and 1.5-2.8 ms (a 1 KiB all-reduce alone: 3-4 ms). Ranks sharing
+cores make it this noisy. `CommTable.time_s` adds it to every collective the cost model prices as
+the runtime issues it.
 
 Sizes are the full logical buffer (nccl-tests' S), rounded up so every rank's part is a whole
 float32 element; the recorded size is the one actually moved. send_recv is measured on groups of
@@ -63,8 +64,8 @@ from stratagem.runtime.timing import synchronize, timed_s
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
 ITEMSIZE = 4
 DISPATCH_ELEMENTS = 256          # the small gradient whose DTensor sync is timed against its all-reduce
-DISPATCH_ROUNDS = 3
-DISPATCH_CALLS = 50
+DISPATCH_ROUNDS = 5              # rounds of (DTensor loop, plain loop): the median difference is kept
+DISPATCH_CALLS = 60
 
 
 @dataclass(frozen=True)
@@ -163,8 +164,9 @@ def _slowest_s(seconds: float) -> float:
 
 def dispatch_times(options: CommProfileOptions, device: torch.device) -> dict[str, float]:
     """Seconds the runtime spends around one collective beyond the collective itself, per way it
-    issues one (comm_table.ISSUED; the module's docstring), over every rank, each the mean over
-    `DISPATCH_ROUNDS` rounds of loops of `DISPATCH_CALLS` calls (the slowest rank's), at least 0:
+    issues one (comm_table.ISSUED; the module's docstring), over every rank, each the median over
+    `DISPATCH_ROUNDS` rounds of the difference of two loops of `DISPATCH_CALLS` calls, one after the
+    other (each the slowest rank's; a round the machine slowed does not move the median), at least 0:
         "sync"  a small Partial DTensor redistributed to Replicate (a gradient synchronized)
                 against the all-reduce of its local tensor
         "move"  a Shard(0) DTensor of a tensor needing a gradient moved to Replicate, read, and the
@@ -204,7 +206,7 @@ def dispatch_times(options: CommProfileOptions, device: torch.device) -> dict[st
             plain()
         rounds = [_loop_s(via_dtensor, DISPATCH_CALLS, device) - _loop_s(plain, DISPATCH_CALLS, device)
                   for _ in range(DISPATCH_ROUNDS)]
-        found[issued] = max(0.0, statistics.fmean(rounds) / collectives)
+        found[issued] = max(0.0, statistics.median(rounds) / collectives)
     return found
 
 

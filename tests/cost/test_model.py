@@ -48,9 +48,11 @@ def test_each_parameter_syncs_on_its_own(checked):
 
 
 def test_collectives_are_priced_with_the_dispatch_of_the_path_the_runtime_issues_them_on(checked, tmp_path):
-    """With a measured table, a gradient's sync pays the table's "sync" dispatch and every
-    re-scheduling step (forward, and its gradient back) the "move" dispatch, on top of the
-    collective: swapping the two figures changes each price by their difference."""
+    """With a measured table, a replicated weight's gradient sync pays the table's "sync"
+    dispatch and every re-scheduling step (forward, and its gradient back) the "move" dispatch,
+    as do a sharded weight's gather and its gradient's reduce-scatter (the runtime moves it into
+    the reader's layout under autograd), on top of the collective: swapping the two figures
+    changes each price by their difference."""
     from stratagem.cluster import CommTable
     from stratagem.cluster.comm_table import Series
     series = Series((64.0, 1 << 20), (1e-4, 1e-2))
@@ -64,9 +66,10 @@ def test_collectives_are_priced_with_the_dispatch_of_the_path_the_runtime_issues
         model = CostModel(graph, load("cpu-1x2", comm_table=path))
         sync = model.op_cost("fc1", Configuration.of(b=2)).sync
         edge = model.edge_cost("h", "fc1", Configuration.of(j=2), "act", Configuration.of(d0=2))
-        priced[name] = (sync, edge.forward_steps + edge.backward_steps)
+        sharded = model.op_cost("fc1", Configuration.of(b=2).with_state("sharded"))   # gathered, then moved back
+        priced[name] = (sync, edge.forward_steps + edge.backward_steps + sharded.gather + sharded.sync)
     (sync_a, moves_a), (sync_b, moves_b) = priced["a"], priced["b"]
-    assert sync_a and moves_a
+    assert sync_a and moves_a and {s.kind for s in moves_a} >= {"all_gather", "reduce_scatter"}
     for a, b in zip(sync_a, sync_b):
         assert a.time_s == pytest.approx(series.time_s(a.num_bytes) + 5e-4)
         assert b.time_s - a.time_s == pytest.approx(1.5e-3)
