@@ -143,9 +143,7 @@ class SimState:
         configs = (self.strategy[e.src_op], self.strategy[e.dst_op])
         found = self._same_layout.get(k)
         if found is None or found[0] != configs:
-            index = self.graph.op(e.dst_op).inputs.index(e.tensor)
-            same = (self.model.layouts.output_layout(e.src_op, configs[0])
-                    == self.model.input_layout(e.dst_op, configs[1], index))
+            same = self.model.layouts.output_layout(e.src_op, configs[0]) == self.target_layout(k)
             found = self._same_layout[k] = (configs, same)
         return found[1]
 
