@@ -4,19 +4,24 @@ capture most of what a deeper model adds to planning. Here the twins among a mod
 traced once per kind of input, and copied after.
 
 Twins: children of one nn.ModuleList or nn.Sequential with the same fingerprint: the same class,
-equal plain attributes (numbers, strings, dtypes, tuples of them; any other object, a list too,
-only if it is the same object), the same parameters and buffers by name, shape, stride, dtype and
-requires_grad, and the same children, recursively; no hooks inside them (the block's own hooks
-run as always) and no global module hooks. A module's trace is a function of its code, its attributes, its tensors' metadata
-and its arguments, so twins called on arguments of the same metadata add the same nodes:
+the same plain attributes (numbers, strings, None: by name and type; dtypes, devices, tuples of
+them: equal; any other object, a list too, only if it is the same object), the same parameters and
+buffers by name, shape, stride, dtype and requires_grad, and the same children, recursively; no
+hooks inside them (the block's own hooks run as always) and no global module hooks. A module's
+trace is a function of its code, its attributes, its tensors' metadata and its arguments. Twins
+may differ in the values of plain attributes (a layer's index): while the model is exported, every
+read of such an attribute is recorded (attribute_reads.py), and a template holds the values its
+trace read (those of twin blocks copied inside it too). Twins called on arguments of the same
+metadata whose attributes equal the template's wherever its trace read them add the same nodes:
 
     first call of (fingerprint, arguments' key):  trace it; keep its nodes as a template if
-        copying them is exact (below)
-    a later call with the same key:               for each template node, a node of the same op
-        on the mapped arguments (the twin's own inputs and parameters for the template's), named
-        as tracing names it (the op's base name, numbered on) and placed in the module stack of
-        this twin; its outputs are fresh fake tensors of the template's outputs' metadata,
-        tracked to the copied nodes
+        copying them is exact (below), with the differing attributes its trace read
+    a later call with the same key:               where a template's reads equal this twin's
+        attributes, for each template node a node of the same op on the mapped arguments (the
+        twin's own inputs and parameters for the template's), named as tracing names it (the op's
+        base name, numbered on) and placed in the module stack of this twin; its outputs are
+        fresh fake tensors of the template's outputs' metadata, tracked to the copied nodes;
+        elsewhere traced, and kept as a further template
 
 Arguments' key: the pytree structure of (args, kwargs); per tensor leaf its shape, stride, storage
 offset, dtype, device, requires_grad and which earlier leaf it is the same tensor as; per other
@@ -24,10 +29,12 @@ leaf its type and value (None, bool, int, float, str only; anything else and the
 
 A template is kept only where copying it is exact: every node outside it that its nodes read is
 an argument or one of the block's own parameters and buffers; it holds no placeholder, get_attr
-(constants, subgraphs) or mutating op; the call left the proxies of its arguments and tensors and
-the attributes of its modules as they were; sizes are concrete (no symbolic shapes); its outputs
-are tensors it made, dense, at offset 0, or the plain constants above. Otherwise the block is
-traced at every call, as export would.
+(constants, subgraphs) or mutating op; the call left the proxies of the block's tensors and the
+attributes of its modules as they were, and an argument's proxy either so or moved to a node of
+the call (an op that returns its input itself, as `x.to(dtype)` of x's own dtype does, is tracked
+on it: a copy moves the twin's argument to its copy of that node); sizes are concrete (no symbolic
+shapes); its outputs are tensors it made, dense, at offset 0 (none of them an argument), or the
+plain constants above. Otherwise the block is traced at every call, as export would.
 
 What differs from tracing every block: a copied node's `torch_fn` and `seq_nr` meta keep the
 template's (nothing here reads them); tests/frontend/test_repeats.py checks that the capture is
@@ -38,7 +45,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -46,6 +53,8 @@ from torch import fx, nn
 from torch.fx.experimental import proxy_tensor
 from torch.fx.graph import _name_regex
 from torch.utils import _pytree as pytree
+
+from stratagem.frontend.attribute_reads import Recorder, recording
 
 PLAIN = (type(None), bool, int, float, str)
 MODULE_BOOKKEEPING = frozenset({
@@ -61,22 +70,40 @@ HOOKS = ("_backward_pre_hooks", "_backward_hooks", "_forward_hooks", "_forward_p
 def twins_traced_once(module: nn.Module) -> Iterator[None]:
     """While this is entered, an export of `module` traces each kind of call of its twin blocks once
     and copies it for the others (the module docstring). Nothing changes where it has no twins."""
-    groups = _twin_groups(module)
-    templates: dict[Any, _Template | None] = {}
-    patched = [(block, key) for key, members in groups.items() if len(members) > 1 for block in members]
-    for block, key in patched:
-        block.forward = _traced_once(block, key, block.forward, templates)
-    try:
-        yield
-    finally:
-        for block, _ in patched:
-            block.__dict__.pop("forward", None)
+    groups = {key: members for key, members in _twin_groups(module).items() if len(members) > 1}
+    differing = {key: _differing(members) for key, members in groups.items()}
+    watched = [(type(block.get_submodule(path)), name) for key, members in groups.items() for block in members
+               for path, name in differing[key]]
+    calls = _Calls()
+    patched = [(block, key) for key, members in groups.items() for block in members]
+    with recording(watched) as recorder:
+        for block, key in patched:
+            block.forward = _traced_once(block, key, block.forward, calls, recorder)
+        try:
+            yield
+        finally:
+            for block, _ in patched:
+                block.__dict__.pop("forward", None)
+
+
+@dataclass(frozen=True)
+class _Calls:
+    """One export's twin bookkeeping: the templates per (group, arguments' key), and the keys
+    whose trace could not be copied exactly (traced at every call)."""
+
+    templates: dict[Any, list[_Template]] = field(default_factory=dict)
+    traced_always: set[Any] = field(default_factory=set)
 
 
 # ---- twins ----------------------------------------------------------------------------------
+def has_twins(module: nn.Module) -> bool:
+    """Whether an export of `module` would trace some blocks once for several (twins)."""
+    return any(len(members) > 1 for members in _twin_groups(module).values())
+
+
 def _twin_groups(module: nn.Module) -> dict[Any, list[nn.Module]]:
-    """Children of one ModuleList or Sequential grouped by fingerprint (a block whose forward is
-    already an attribute of its own is left alone)."""
+    """Children of one ModuleList or Sequential grouped by loose fingerprint (a block whose forward
+    is already an attribute of its own is left alone)."""
     if _global_hooks():
         return {}
     groups: dict[Any, list[nn.Module]] = {}
@@ -84,7 +111,7 @@ def _twin_groups(module: nn.Module) -> dict[Any, list[nn.Module]]:
         if not isinstance(container, (nn.ModuleList, nn.Sequential)):
             continue
         for block in container.children():
-            key = fingerprint(block)
+            key = fingerprint(block, loose=True)
             if key is not None and "forward" not in vars(block):
                 groups.setdefault((id(container), key), []).append(block)
     return groups
@@ -97,18 +124,30 @@ def _global_hooks() -> bool:
         "_global_backward_pre_hooks", "_global_forward_hooks_always_called"))
 
 
-def fingerprint(block: nn.Module) -> Any:
+def fingerprint(block: nn.Module, loose: bool = False) -> Any:
     """What a block's trace depends on besides its code and arguments (None: not comparable, as
-    where a module inside it has hooks)."""
+    where a module inside it has hooks); `loose`: plain attributes (PLAIN) by type, not value."""
     parts = []
     for path, m in block.named_modules():
         if path and any(getattr(m, h, None) for h in HOOKS):
             return None
-        attributes = tuple(sorted((k, _value_key(v)) for k, v in vars(m).items() if k not in MODULE_BOOKKEEPING))
+        attributes = tuple(sorted((k, (type(v),) if loose and isinstance(v, PLAIN) else _value_key(v))
+                                  for k, v in vars(m).items() if k not in MODULE_BOOKKEEPING))
         tensors = tuple((kind, name, _tensor_key(t)) for kind, found in (("p", m._parameters), ("b", m._buffers))
                         for name, t in found.items())
         parts.append((path, type(m), m.training, attributes, tensors, tuple(sorted(m._non_persistent_buffers_set))))
     return tuple(parts)
+
+
+def _plain_attributes(block: nn.Module) -> dict[tuple[str, str], Any]:
+    return {(path, k): (type(v), v) for path, m in block.named_modules() for k, v in vars(m).items()
+            if k not in MODULE_BOOKKEEPING and isinstance(v, PLAIN)}
+
+
+def _differing(members: list[nn.Module]) -> tuple[tuple[str, str], ...]:
+    """The (path, name) of the plain attributes whose values differ among twins."""
+    first, *others = [_plain_attributes(block) for block in members]
+    return tuple(at for at, value in first.items() if any(other[at] != value for other in others))
 
 
 def _value_key(value: Any) -> Any:
@@ -132,7 +171,9 @@ class _Template:
     from (("arg", leaf index) or ("own", tensor name)); per node, its module stack inside the
     block as (path below the block, which call of that module counted from the call's first, its
     class); how many times the call called each module inside the block; the output's structure
-    and per leaf a node index or a plain constant."""
+    and per leaf a node index or a plain constant; the arguments whose proxy moved to a node of
+    the call (leaf index, node index); and the watched attributes of the block's modules that its
+    trace read, with their values (path, name, (type, value))."""
 
     nodes: tuple[fx.Node, ...]
     bases: tuple[str, ...]
@@ -141,9 +182,30 @@ class _Template:
     inner_calls: Mapping[str, int]
     out_spec: Any
     out_leaves: tuple[tuple[str, Any], ...]
+    repointed: tuple[tuple[int, int], ...] = ()
+    reads: tuple[tuple[str, str, Any], ...] = ()
 
 
-def _traced_once(block: nn.Module, group: Any, forward: Any, templates: dict) -> Any:
+def _reads_inside(seen: list[tuple[Any, str, Any]], block: nn.Module) -> tuple[tuple[str, str, Any], ...]:
+    """Of the reads seen, those of the block's own modules: (path, name, (type, value)). All of
+    them, not only of the attributes its twins differ in: a block that holds twins of its own is
+    itself copied with the reads of those copied inside it, and its twins may differ there."""
+    paths = {id(m): path for path, m in block.named_modules()}
+    found: dict[tuple[str, str], Any] = {}
+    for module, name, value in seen:
+        at = (paths.get(id(module)), name)
+        if at[0] is not None and at not in found:
+            found[at] = (type(value), value)
+    return tuple((path, name, value) for (path, name), value in found.items())
+
+
+def _reads_hold(template: _Template, block: nn.Module) -> bool:
+    """Whether the block's attributes equal the template's wherever its trace read them."""
+    return all(_plain_attributes(block.get_submodule(path)).get(("", name)) == value
+               for path, name, value in template.reads)
+
+
+def _traced_once(block: nn.Module, group: Any, forward: Any, calls: _Calls, recorder: Recorder) -> Any:
     def call(*args: Any, **kwargs: Any) -> Any:
         mode = proxy_tensor.get_proxy_mode()
         if mode is None or not isinstance(getattr(mode.tracer, "num_calls", None), dict):
@@ -153,13 +215,19 @@ def _traced_once(block: nn.Module, group: Any, forward: Any, templates: dict) ->
         with torch._C.DisableTorchFunction():     # bookkeeping: no torch-function mode need see it
             key = _arguments_key(leaves, spec, tracer)
             own = _own_tensors(block)
-            template = templates.get((group, key))
+            template = next((t for t in calls.templates.get((group, key), ()) if _reads_hold(t, block)), None)
             if template is not None:
+                recorder.told((block.get_submodule(path), name, value[1]) for path, name, value in template.reads)
                 return _copied(template, tracer, leaves, own)
-        if key is None or (group, key) in templates:
+        if key is None or (group, key) in calls.traced_always:
             return forward(*args, **kwargs)
-        out, template = _recorded(block, forward, args, kwargs, leaves, own, tracer)
-        templates[(group, key)] = template
+        with recorder.reading() as reads:
+            out, template = _recorded(block, forward, args, kwargs, leaves, own, tracer)
+        if template is None:
+            calls.traced_always.add((group, key))
+        else:
+            template = replace(template, reads=_reads_inside(reads.seen, block))
+            calls.templates.setdefault((group, key), []).append(template)
         return out
     return call
 
@@ -219,16 +287,32 @@ def _recorded(block: nn.Module, forward: Any, args: tuple, kwargs: dict, leaves:
     while node is not graph._root:
         nodes.append(node)
         node = node.next
-    unchanged = (arg_nodes == {i: _node_of(leaves[i], tracer) for i in arg_nodes}
-                 and own_nodes == {n: _node_of(t, tracer) for n, t in own.items()}
-                 and attributes == _attributes(block))
-    template = _template(nodes, arg_nodes, own_nodes, tracer, calls_before, out) if unchanged else None
+    unchanged = (own_nodes == {n: _node_of(t, tracer) for n, t in own.items()} and attributes == _attributes(block)
+                 and not {id(t) for t in pytree.tree_leaves(out)} & {id(t) for t in leaves})
+    repointed = _repointed(leaves, arg_nodes, tracer)
+    template = _template(nodes, arg_nodes, own_nodes, tracer, calls_before, out, repointed) \
+        if unchanged and repointed is not None else None
     return out, template
 
 
+def _repointed(leaves: list[Any], arg_nodes: dict[int, fx.Node | None], tracer: Any) -> dict[int, fx.Node] | None:
+    """The arguments whose proxy the call moved to a node of its own (an op that returns its input
+    itself, as `x.to(dtype)` of x's dtype does, is tracked on it): leaf index -> that node; None
+    where such a proxy holds a constant."""
+    moved = {}
+    for i, before in arg_nodes.items():
+        slot = proxy_tensor.get_proxy_slot(leaves[i], tracer, None)
+        if slot is not None and slot.proxy.node is not before:
+            if slot.constant is not None:
+                return None
+            moved[i] = slot.proxy.node
+    return moved
+
+
 def _template(nodes: list[fx.Node], arg_nodes: dict[int, fx.Node | None], own_nodes: dict[str, fx.Node | None],
-              tracer: Any, calls_before: dict[str, int], out: Any) -> _Template | None:
-    if any(not _copyable(n) for n in nodes) or None in own_nodes.values():
+              tracer: Any, calls_before: dict[str, int], out: Any, repointed: dict[int, fx.Node]) -> _Template | None:
+    index = {n: i for i, n in enumerate(nodes)}
+    if any(not _copyable(n) for n in nodes) or None in own_nodes.values() or not set(repointed.values()) <= set(index):
         return None
     outside = _outside(nodes, arg_nodes, own_nodes)
     block_path = _block_path(tracer)
@@ -240,7 +324,7 @@ def _template(nodes: list[fx.Node], arg_nodes: dict[int, fx.Node | None], own_no
         return None
     bases = tuple(_name_regex.match(n.name).group(1) for n in nodes)
     return _Template(tuple(nodes), bases, outside, tuple(stacks), inner_calls, pytree.tree_structure(out),
-                     out_leaves)
+                     out_leaves, tuple((i, index[node]) for i, node in repointed.items()))
 
 
 def _outside(nodes: list[fx.Node], arg_nodes: dict[int, fx.Node | None],
@@ -349,6 +433,9 @@ def _copied(template: _Template, tracer: Any, leaves: list[Any], own: dict[str, 
         proxy_tensor.track_tensor_tree(fresh, fx.Proxy(made[template.nodes[what]], tracer), constant=None,
                                        tracer=tracer)
         outputs.append(fresh)
+    for leaf, node in template.repointed:
+        proxy_tensor.set_proxy_slot(leaves[leaf], tracer,
+                                    proxy_tensor._ProxyTensor(fx.Proxy(made[template.nodes[node]], tracer), None))
     return pytree.tree_unflatten(outputs, template.out_spec)
 
 

@@ -6,7 +6,7 @@ a stage's plan; here the stages are equal device blocks, as torchtitan's PP mesh
       for each micro-batch count m in {p, 2p, 4p} dividing the batch (fewer leave most stages
           idle; more shrink the bubble below 1/5 and each micro-batch's kernels)
         g_m  = the graph at batch / m (`graph_at`; for a zoo model the zoo's `rebatched`: the
-               graph capture gives there, derived from the capture at the batch where that is exact)
+               graph capture gives there, captured, or derived from the capture at the batch)
         for each kind of stage plan on one stage's d = N / p devices (`INNER`: what practitioners
              configure in a stage: data parallel and FSDP where the micro-batch splits over d,
              tensor parallel in a node with FSDP across, the same in every stage; or, asked
