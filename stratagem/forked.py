@@ -9,7 +9,9 @@
         at the end. Results come back in item order; on_result(i, result) sees each here as it
         arrives (progress, partial results).
     background(fn)                     one child runs fn(send) while this process goes on; what
-                                       it sends arrives here in order (Background.take).
+                                       it sends arrives here in order (Background.take); a
+                                       thread of the child writes it, so the child goes on
+                                       while this process has not read it yet.
 
 Serial (shared_map makes the same calls in this process; background gives None, and the caller
 does the work itself) off Linux, with one CPU, with STRATAGEM_WORKERS=1, or inside a child: no
@@ -30,13 +32,16 @@ import contextlib
 import gc
 import os
 import pickle
+import queue
 import select
 import signal
 import struct
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 from stratagem.errors import ConfigError
@@ -152,17 +157,52 @@ class Background:
 
 
 def _in_background(fn: Callable[[Callable[[Any], None]], None], fd: int) -> int:
+    writer = _Writer(fd)
+
     def send(obj: Any) -> None:
-        if not _send(fd, 0, lambda: obj):
+        if not _send(writer.write, 0, lambda: obj):
             raise _Unsent
     try:
         fn(send)
-    except _Unsent:
+    except (_Unsent, BrokenPipeError):
         return 1
     except Exception as error:
-        _write_all(fd, _failure(0, error))
+        writer.write(_failure(0, error))
         return 1
+    finally:
+        writer.close()
     return 0
+
+
+class _Writer:
+    """A background child's pipe, written by a thread of its own: a message larger than the
+    pipe holds waits in the child's memory, not in a blocked write, while this process is busy
+    elsewhere (FT's passes: the pipeline search's plans, sent while FT runs, would otherwise
+    hold the child until FT's end), and the child goes on with its next task. Pickled by the
+    sender, so what does not pickle fails at `send`; `write` raises BrokenPipeError once the
+    pipe is closed (this process died); `close` waits until everything is written."""
+
+    def __init__(self, fd: int):
+        self.fd, self.queue, self.broken = fd, queue.SimpleQueue(), False
+        self.thread = threading.Thread(target=self._run, name="stratagem-background-writer", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while (data := self.queue.get()) is not None:
+            try:
+                _write_all(self.fd, data)
+            except OSError:
+                self.broken = True
+                return
+
+    def write(self, data: bytes) -> None:
+        if self.broken:
+            raise BrokenPipeError("the planner's end of the pipe is closed")
+        self.queue.put(data)
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.thread.join()
 
 
 class _Unsent(Exception):
@@ -275,20 +315,21 @@ def _one_torch_thread() -> None:
 
 def _share(fn: Callable[[T], R], items: Sequence[T], worker: int, count: int, fd: int) -> int:
     """A shared_map child: its items, each result written as it comes; the first failure ends it."""
+    write = partial(_write_all, fd)
     for i in range(worker, len(items), count):
-        if not _send(fd, i, lambda i=i: fn(items[i])):
+        if not _send(write, i, lambda i=i: fn(items[i])):
             return 1
     return 0
 
 
-def _send(fd: int, i: int, compute: Callable[[], Any]) -> bool:
-    """Write (True, i, compute()) to the pipe, or (False, i, what went wrong); False on failure."""
+def _send(write: Callable[[bytes], None], i: int, compute: Callable[[], Any]) -> bool:
+    """Write (True, i, compute()), or (False, i, what went wrong); False on failure."""
     try:
         payload = pickle.dumps((True, i, compute()), pickle.HIGHEST_PROTOCOL)
     except Exception as error:
-        _write_all(fd, _failure(i, error))
+        write(_failure(i, error))
         return False
-    _write_all(fd, _HEADER.pack(len(payload)) + payload)
+    write(_HEADER.pack(len(payload)) + payload)
     return True
 
 

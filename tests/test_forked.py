@@ -5,6 +5,7 @@ good here with a warning; an error here (a Ctrl-C) kills and reaps every child; 
 from __future__ import annotations
 
 import os
+import time
 import warnings
 
 import pytest
@@ -128,6 +129,26 @@ def test_a_background_child_sends_in_order_while_this_process_goes_on():
         received = _everything(job)
         assert [m[:2] for m in received] == [("item", 0), ("item", 1), ("item", 2)]
         assert received[0][2] != os.getpid() and job.failure == ""
+    assert no_child_left()
+
+
+def test_a_background_child_goes_on_while_its_large_message_waits_to_be_read(tmp_path):
+    """The child's next step runs before this process reads the message (8 MiB, far more than
+    a pipe holds: a write to the pipe itself would wait until it is read)."""
+    marker = tmp_path / "went-on"
+
+    def large_then_marker(send):
+        send(b"x" * (8 << 20))
+        marker.write_text("yes")
+        send("after")
+    with forked.background(large_then_marker) as job:
+        if job is None:
+            pytest.skip("one CPU: no worker")
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert marker.exists(), "the child waited for this process to read its message"
+        assert _everything(job) == [b"x" * (8 << 20), "after"] and job.failure == ""
     assert no_child_left()
 
 
