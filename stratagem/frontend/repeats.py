@@ -288,11 +288,15 @@ def _recorded(block: nn.Module, forward: Any, args: tuple, kwargs: dict, leaves:
         nodes.append(node)
         node = node.next
     unchanged = (own_nodes == {n: _node_of(t, tracer) for n, t in own.items()} and attributes == _attributes(block)
-                 and not {id(t) for t in pytree.tree_leaves(out)} & {id(t) for t in leaves})
+                 and not _tensor_ids(pytree.tree_leaves(out)) & _tensor_ids(leaves))
     repointed = _repointed(leaves, arg_nodes, tracer)
     template = _template(nodes, arg_nodes, own_nodes, tracer, calls_before, out, repointed) \
         if unchanged and repointed is not None else None
     return out, template
+
+
+def _tensor_ids(leaves: list[Any]) -> set[int]:
+    return {id(t) for t in leaves if isinstance(t, torch.Tensor)}
 
 
 def _repointed(leaves: list[Any], arg_nodes: dict[int, fx.Node | None], tracer: Any) -> dict[int, fx.Node] | None:

@@ -116,6 +116,22 @@ class ReturnsPair(Plain):
         return super().forward(x), None
 
 
+class TakesAndReturnsNone(Plain):
+    """Takes None and returns it beside its output: the same object as an argument, not a tensor."""
+
+    def forward(self, x: torch.Tensor, nothing: None = None):
+        return super().forward(x), nothing
+
+
+class _PassesNone(_Counted):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.embed(x)
+        for block in self.blocks:
+            x, nothing = block(x, None)
+            assert nothing is None
+        return x.sum()
+
+
 class _Pairs(_Counted):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.embed(x)
@@ -151,6 +167,15 @@ class CastsInput(Plain):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x.to(torch.float32)
         return super().forward(x)
+
+
+class ReturnsItsInput(Plain):
+    """Returns its input itself (cast to the dtype it has): traced at every call, as a copy's
+    output would be another tensor."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls.append(1)
+        return x.to(torch.float32)
 
 
 class _Residual(_Counted):
@@ -190,11 +215,13 @@ def _cases():
         "reads a constant": (lambda c: _Counted([ReadsConstant(c, shift) for _ in range(4)]), 4),
         "hook inside": (lambda c: _Counted([_inner_hooked(c) for _ in range(4)]), 4),
         "returns a pair": (lambda c: _Pairs([ReturnsPair(c) for _ in range(4)]), 1),
+        "passes None through": (lambda c: _PassesNone([TakesAndReturnsNone(c) for _ in range(4)]), 1),
         # the first short input is a view of x (its strides), the later ones are contiguous outputs
         "two lengths": (lambda c: _TwoLengths([Plain(c) for _ in range(4)]), 3),
         "an index never read": (lambda c: _Counted([Numbered(c, i) for i in range(4)]), 1),
         "indices read in pairs": (lambda c: _Counted([ByIndex(c, i // 2) for i in range(4)]), 2),
         "casts its input": (lambda c: _Residual([CastsInput(c) for _ in range(4)]), 1),
+        "returns its input": (lambda c: _Residual([ReturnsItsInput(c) for _ in range(4)]), 4),
         # the first outer block copies its second inner one: the copy's read of its index counts for
         # the outer template, so the second outer block (another index there) is traced
         "nested reads": (lambda c: _Counted([Nested(c, (0, 0)), Nested(c, (0, 1))]), 3),
