@@ -4,7 +4,8 @@ reads only to update a KV cache).
 
 While `recording(attributes)` is entered, each (class, name) given has a data descriptor on the
 class that returns the instance's own value (its `__dict__` entry, else what the class held) and
-tells every open `Reads` of the read. A data descriptor on the class takes precedence over the
+tells every open `Reads` of the read (what the class held: as the class would give it, a
+method bound, a property called). A data descriptor on the class takes precedence over the
 instance's dict, so `module.name`, `getattr(module, name)` and the module's own `self.name` all
 pass through it; reading `module.__dict__` or `vars(module)` directly does not, and is not seen.
 Writes go to the instance's dict, as before. On exit each class is put back as it was.
@@ -36,12 +37,14 @@ class _Recorded:
         if obj is None:
             if self.on_class is _ABSENT:
                 raise AttributeError(self.name)
-            return self.on_class
+            getter = getattr(type(self.on_class), "__get__", None)
+            return self.on_class if getter is None else getter(self.on_class, None, owner)
         value = obj.__dict__.get(self.name, _ABSENT)
         if value is _ABSENT:
             if self.on_class is _ABSENT:
                 raise AttributeError(f"{type(obj).__name__!r} object has no attribute {self.name!r}")
-            value = self.on_class
+            getter = getattr(type(self.on_class), "__get__", None)
+            value = self.on_class if getter is None else getter(self.on_class, obj, type(obj))
         for reads in self.open_reads:
             reads.seen.append((obj, self.name, value))
         return value
@@ -83,7 +86,7 @@ def recording(attributes: Iterable[tuple[type, str]]) -> Iterator[Recorder]:
     try:
         for cls, name in dict.fromkeys(attributes):
             before = cls.__dict__.get(name, _ABSENT)
-            on_class = getattr(cls, name, _ABSENT) if before is _ABSENT else before
+            on_class = next((klass.__dict__[name] for klass in cls.__mro__ if name in klass.__dict__), _ABSENT)
             setattr(cls, name, _Recorded(name, on_class, recorder.open_reads))
             installed.append((cls, name, before))
         yield recorder

@@ -14,7 +14,9 @@ class Layer:
 
 
 class Deeper(Layer):
-    pass
+    @property
+    def width(self) -> int:
+        return 2 * self.index
 
 
 def test_reads_are_recorded_while_open_and_classes_put_back():
@@ -45,3 +47,12 @@ def test_a_missing_attribute_still_raises_attribute_error():
             assert "index" in str(error)
         else:
             raise AssertionError("no AttributeError")
+
+
+def test_what_the_class_holds_is_given_as_the_class_gives_it():
+    shadowed, plain = Deeper(3), Deeper(4)
+    shadowed.__dict__["width"] = 10       # an instance value a data descriptor on the class would hide
+    with recording([(Deeper, "width")]) as recorder, recorder.reading() as reads:
+        assert (shadowed.width, plain.width, Deeper.width.fget(plain)) == (10, 8, 8)
+    assert [(m, v) for m, _, v in reads.seen] == [(shadowed, 10), (plain, 8)]
+    assert isinstance(vars(Deeper)["width"], property) and plain.width == 8
