@@ -57,6 +57,7 @@ from torch.utils import _pytree as pytree
 from stratagem.frontend.attribute_reads import Recorder, recording
 
 PLAIN = (type(None), bool, int, float, str)
+_MISSING = object()          # an attribute a twin does not hold
 MODULE_BOOKKEEPING = frozenset({
     "_parameters", "_buffers", "_modules", "_non_persistent_buffers_set", "training",
     "_backward_pre_hooks", "_backward_hooks", "_is_full_backward_hook", "_forward_hooks",
@@ -201,8 +202,11 @@ def _reads_inside(seen: list[tuple[Any, str, Any]], block: nn.Module) -> tuple[t
 
 def _reads_hold(template: _Template, block: nn.Module) -> bool:
     """Whether the block's attributes equal the template's wherever its trace read them."""
-    return all(_plain_attributes(block.get_submodule(path)).get(("", name)) == value
-               for path, name, value in template.reads)
+    for path, name, value in template.reads:
+        found = vars(block.get_submodule(path)).get(name, _MISSING)
+        if (type(found), found) != value:
+            return False
+    return True
 
 
 def _traced_once(block: nn.Module, group: Any, forward: Any, calls: _Calls, recorder: Recorder) -> Any:
